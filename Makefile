@@ -1,0 +1,62 @@
+# sroce: top-level build. Everything is driven from here; see README.md.
+#
+#   make [KERNEL=6.1|6.12|debug|host]   module for that kernel + provider
+#   make deps                            install Debian packages (idempotent)
+#   make check | check-full | demo | bench | lint | install | clean
+
+KERNEL ?= 6.1
+BUILD ?= $(CURDIR)/build
+SROCE_CACHE ?= $(HOME)/.cache/sroce
+export SROCE_CACHE
+
+MODDIR := $(BUILD)/module-$(KERNEL)
+PROVDIR := $(BUILD)/userspace
+MODULE_SOURCES := Kbuild drivers include tests/kunit
+
+ifeq ($(KERNEL),host)
+KBUILD_DIR = /lib/modules/$(shell uname -r)/build
+else
+KBUILD_DIR = $(shell tools/sroce-kernel path $(KERNEL))/build
+endif
+
+.PHONY: all deps module provider check check-full demo bench lint install clean
+
+all: module provider
+
+deps:
+	tools/install-deps
+
+# Out-of-tree builds write objects beside their sources, so each kernel gets
+# its own copy of the sources: builds for two kernels never share objects.
+module:
+	@mkdir -p $(MODDIR)
+	@cp -a --parents $(MODULE_SOURCES) $(MODDIR)/
+	$(MAKE) -C $(KBUILD_DIR) M=$(MODDIR) modules
+
+provider:
+	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(PROVDIR)
+
+check:
+	tests/run
+
+check-full:
+	tests/run --full
+
+demo: deps
+	tools/sroce-demo
+
+bench:
+	tools/sroce-bench
+
+lint:
+	tools/lint
+
+install: provider
+	$(MAKE) KERNEL=host module
+	$(MAKE) -C $(KBUILD_DIR) M=$(BUILD)/module-host INSTALL_MOD_DIR=updates modules_install
+	depmod -a
+	cmake --install $(PROVDIR)
+
+clean:
+	rm -rf $(BUILD)
