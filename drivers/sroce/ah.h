@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Address handles: a resolved RoCEv2 path (struct sroce_av) for UD sends
+ * and for rdma_cm. User AHs get an ah_num that send WQEs name.
+ */
+#ifndef SROCE_AH_H
+#define SROCE_AH_H
+
+#include <rdma/ib_verbs.h>
+#include "net.h"
+
+struct sroce_ah {
+	struct ib_ah ibah;
+	struct sroce_av av;	/* immutable after create */
+	u32 ah_num;		/* user AHs: key in the device's AH xarray */
+};
+
+static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct sroce_ah, ibah);
+}
+
+int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		    struct ib_udata *udata);
+int sroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
+int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
+
+void sroce_ah_table_init(struct sroce_dev *sdev);
+void sroce_ah_table_fini(struct sroce_dev *sdev);
+
+#endif /* SROCE_AH_H */

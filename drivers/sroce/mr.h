@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Memory regions: user MRs pinned with ib_umem_get() and the DMA MR of
+ * kernel consumers (addresses are kernel virtual addresses: an sroce device
+ * has no DMA device, so ib_dma_map_*() hands out virtual addresses).
+ *
+ * Keys: lkey == rkey == index << 8 | key byte. The index is drawn at random
+ * from 24 bits and the key byte at random, so keys are neither sequential
+ * nor guessable from one another. The per-device xarray is indexed by
+ * index; a lookup also compares the full key.
+ */
+#ifndef SROCE_MR_H
+#define SROCE_MR_H
+
+#include <linux/refcount.h>
+#include <linux/completion.h>
+#include <linux/rcupdate.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/sroce-abi.h>
+
+struct sk_buff;
+struct sroce_dev;
+
+enum sroce_mr_type {
+	SROCE_MR_USER,		/* ib_umem pages */
+	SROCE_MR_DMA,		/* all kernel memory, iova == kernel address */
+};
+
+struct sroce_mr {
+	struct ib_mr ibmr;
+	enum sroce_mr_type type;
+	int access;		/* IB_ACCESS_* */
+	u64 iova;
+	u64 length;
+	struct ib_umem *umem;
+	struct page **pages;	/* SROCE_MR_USER: pinned pages, in order */
+	unsigned long npages;
+	unsigned int page_offset; /* offset of iova in pages[0] */
+
+	/*
+	 * Lifetime: the xarray holds the initial reference. A lookup under
+	 * RCU takes one with refcount_inc_not_zero(); dereg removes the key,
+	 * drops the initial reference and waits for the others (held only
+	 * for the duration of a copy) before unpinning; the struct itself is
+	 * freed after an RCU grace period.
+	 */
+	refcount_t ref;
+	struct completion released;
+	struct rcu_head rcu;
+};
+
+static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct sroce_mr, ibmr);
+}
+
+/*
+ * Look a key up for an access of @len bytes at @addr. The MR must belong
+ * to @pd, contain [addr, addr + len) and allow every IB_ACCESS_* bit of
+ * @access (0 for a local read, which every MR allows). Returns the MR with
+ * a reference (drop it with sroce_mr_put()) or NULL. Any context.
+ */
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
+			      u32 key, u64 addr, u64 len, int access);
+void sroce_mr_put(struct sroce_mr *mr);
+
+/* Copy between a kernel buffer and [iova, iova + len) of a looked-up MR. */
+void sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len);
+void sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len);
+
+/* Copy @len bytes at @skb_off of @skb into the MR at @iova. */
+int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
+		       const struct sk_buff *skb, int skb_off, u32 len);
+
+/*
+ * Append @len bytes of the MR at @iova to the payload of @skb: referenced
+ * as page frags (zero copy) when the skb has frag slots left and @zcopy is
+ * set, copied into its tail room otherwise. The caller sized the linear
+ * part for the copy case.
+ */
+int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
+			u32 len, bool zcopy);
+
+/*
+ * 64-bit atomic on the MR at @iova (8-byte aligned, checked by the
+ * caller): compare-and-swap when @cmp_swap, else fetch-and-add. Atomic
+ * against the CPU and against every other sroce atomic. Returns the
+ * original value.
+ */
+u64 sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare_add, u64 swap);
+
+/*
+ * Scatter/gather lists (validated kernel copies of WQE SGEs). Byte
+ * @offset of the list is where the transfer starts. Each SGE's lkey is
+ * looked up in @pd with @access. Return 0, -EACCES (bad lkey, wrong PD,
+ * missing access or out of the MR: IB_WC_LOC_PROT_ERR) or -EMSGSIZE (the
+ * list is shorter than offset + len: IB_WC_LOC_LEN_ERR).
+ */
+int sroce_sgl_write_skb(struct sroce_dev *sdev, struct ib_pd *pd,
+			const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+			const struct sk_buff *skb, int skb_off, u32 len);
+int sroce_sgl_write(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+		    const void *src, u32 len);
+int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
+			 const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+			 struct sk_buff *skb, u32 len, bool zcopy);
+
+/* Sum of SGE lengths, or -EMSGSIZE beyond 2^31 (the IB message limit). */
+int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);
+
+/* Verbs. */
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata);
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+void sroce_mr_table_init(struct sroce_dev *sdev);
+void sroce_mr_table_fini(struct sroce_dev *sdev);
+
+#endif /* SROCE_MR_H */

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Queue pairs: the object, its send and receive queues, and the state of
+ * the requester (req.c) and completer (comp.c). The responder's state is
+ * struct sroce_resp_state (resp.h), embedded here as qp->resp.
+ */
+#ifndef SROCE_QP_H
+#define SROCE_QP_H
+
+#include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/completion.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce.h"
+#include "net.h"
+#include "queue.h"
+#include "resp.h"
+
+struct sroce_cq;
+
+/*
+ * Kernel copy of a receive WQE, validated: num_sge <= the QP's max_recv_sge
+ * and length is the sum of the SGE lengths (at most 2^31).
+ */
+struct sroce_rwqe {
+	u64 wr_id;
+	u32 index;		/* RQ counter value of this WQE (for pop) */
+	u32 num_sge;
+	u32 length;
+	struct sroce_sge sge[SROCE_MAX_SGE];
+};
+
+/*
+ * Kernel shadow of a send WQE: copied out of the SQ ring once and validated
+ * (opcode allowed for the QP type, num_sge, inline_len, lkeys, length), so
+ * retransmissions never read user-writable memory again.
+ */
+struct sroce_swqe {
+	u64 wr_id;
+	u8 opcode;		/* enum ib_wr_opcode */
+	u8 state;		/* enum sroce_swqe_state */
+	u16 send_flags;		/* IB_SEND_* */
+	u32 num_sge;		/* SGEs in data[]; 0 for inline */
+	u32 length;		/* message payload bytes */
+	union {
+		__be32 imm_data;
+		u32 invalidate_rkey;
+	} ex;
+	u64 remote_addr;
+	u32 rkey;
+	u32 first_psn;		/* valid once the WQE was started */
+	u32 last_psn;
+	u64 compare_add;
+	u64 swap;
+	/* num_sge struct sroce_sge, or length bytes of inline data */
+	u8 data[] __aligned(8);
+};
+
+enum sroce_swqe_state {
+	SROCE_SWQE_QUEUED,	/* validated, not started */
+	SROCE_SWQE_STARTED,	/* some packets sent */
+	SROCE_SWQE_SENT,	/* every request packet sent */
+	SROCE_SWQE_DONE,	/* acknowledged, waiting to retire in order */
+};
+
+static inline struct sroce_sge *sroce_swqe_sgl(struct sroce_swqe *wqe)
+{
+	return (struct sroce_sge *)wqe->data;
+}
+
+/* Attributes set by modify_qp, read by the data path with READ_ONCE(). */
+struct sroce_qp_attrs {
+	u32 dest_qpn;
+	u32 qkey;
+	u32 mtu;		/* path MTU in bytes */
+	enum ib_mtu path_mtu;
+	int access_flags;	/* IB_ACCESS_REMOTE_* accepted by the responder */
+	u16 pkey_index;
+	u8 timeout;		/* local ACK timeout: 4.096 us << timeout */
+	u8 retry_cnt;
+	u8 rnr_retry;		/* 7: infinite */
+	u8 min_rnr_timer;	/* sent in our RNR NAKs */
+	u8 max_rd_atomic;	/* READ/atomic requests we may have in flight */
+	u8 max_dest_rd_atomic;	/* responder resources */
+	u32 sq_psn;
+	u32 rq_psn;
+	u8 sq_draining;		/* SQD: reported IB_EVENT_SQ_DRAINED yet */
+};
+
+/*
+ * Send queue. The ring's slots [tail, fetched) have validated shadows in
+ * @shadow (one slot of shadow_stride bytes per ring slot); [fetched,
+ * producer) are posted but not yet copied.
+ */
+struct sroce_sq {
+	struct sroce_queue queue;
+	void *shadow;
+	u32 shadow_stride;
+	u32 max_sge;
+	u32 max_inline;
+	u32 fetched;
+	u32 tail;		/* oldest WQE not retired: published consumer */
+	/* kernel QPs: producer side of post_send, under qp->sq_post_lock */
+	u32 kproducer;
+};
+
+struct sroce_rq {
+	struct sroce_queue queue;
+	u32 max_sge;
+	u32 consumer;		/* private copy; under qp->rq_lock */
+	/* kernel QPs: producer side of post_recv, under qp->rq_post_lock */
+	u32 kproducer;
+};
+
+/* Requester: where the transmitter is in the SQ. Under qp->sq_lock. */
+struct sroce_req {
+	u32 cur;		/* SQ counter of the WQE to send next */
+	u32 offset;		/* its payload bytes already sent */
+	u32 psn;		/* PSN of the next request packet */
+	u32 noack;		/* packets sent since the last AckReq */
+	u32 rd_atomic;		/* READ/atomic WQEs in flight */
+	/* bits of run_flags: atomic, not under the lock */
+	unsigned long run_flags;
+	struct work_struct work;	/* runs the requester from process ctx */
+};
+
+/* Completer: acknowledgement and timer state. Under qp->sq_lock. */
+struct sroce_comp {
+	u32 psn;		/* oldest unacknowledged request PSN */
+	u8 retry_left;
+	u8 rnr_left;
+	bool rnr_wait;		/* stopped until the RNR timer fires */
+	bool read_retried;	/* a READ response gap was already re-asked */
+	unsigned long timeout_jiffies;
+	struct timer_list retrans_timer;
+	struct timer_list rnr_timer;
+};
+
+struct sroce_qp {
+	struct ib_qp ibqp;
+	struct sroce_dev *sdev;
+	bool is_user;
+	bool sig_all;
+
+	/*
+	 * Lifetime: the QP xarray holds the initial reference; packet
+	 * receive takes one with sroce_qp_get() (under RCU). destroy_qp
+	 * removes the QPN, waits an RCU grace period and then for the last
+	 * reference before tearing down (ib_core frees the struct).
+	 */
+	refcount_t ref;
+	struct completion released;
+
+	/* Serialises modify_qp, query_qp and destroy_qp. Process context. */
+	struct mutex mutex;
+
+	/*
+	 * state: written under @mutex (modify_qp) or from the data path
+	 * (error), always with @sq_lock held; read anywhere with
+	 * sroce_qp_state().
+	 */
+	enum ib_qp_state state;
+	struct sroce_qp_attrs attr;	/* under @mutex, see struct */
+	struct sroce_av av;		/* under @mutex; stable in RTR/RTS */
+
+	/*
+	 * Lock order (outermost first):
+	 *   mutex > resp.lock > sq_lock > rq_lock > CQ lock
+	 *   sq_post_lock, rq_post_lock: alone (kernel QPs' producers)
+	 * Every spinlock here is taken with irqsave: kernel consumers post
+	 * from any context. None is held while transmitting or while calling
+	 * a completion/event handler (sroce_cq_post_locked + notify).
+	 *
+	 * sq_lock protects sq (but its queue's shared producer), req, comp
+	 * and the shadows.
+	 */
+	spinlock_t sq_lock;
+	struct sroce_sq sq;
+	struct sroce_req req;
+	struct sroce_comp comp;
+	spinlock_t sq_post_lock;
+
+	/* rq_lock protects rq.consumer: responder pops, flushes. */
+	spinlock_t rq_lock;
+	struct sroce_rq rq;
+	spinlock_t rq_post_lock;
+
+	struct sroce_resp_state resp;
+};
+
+static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct sroce_qp, ibqp);
+}
+
+static inline enum ib_qp_state sroce_qp_state(const struct sroce_qp *qp)
+{
+	return READ_ONCE(qp->state);
+}
+
+static inline u32 sroce_qp_mtu(const struct sroce_qp *qp)
+{
+	return READ_ONCE(qp->attr.mtu);
+}
+
+/*
+ * Find the QP with this QPN and take a reference, or NULL. Any context.
+ * QPNs 0 and 1 (SMI/GSI) never resolve: RoCE has no SMI and sroce does not
+ * carry MADs over its GSI.
+ */
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
+void sroce_qp_put(struct sroce_qp *qp);
+
+/*
+ * Move @qp to the error state: stop the requester, flush every SQ and RQ
+ * WQE with IB_WC_WR_FLUSH_ERR and stop timers. Any context; must not be
+ * called with sq_lock or rq_lock held (resp.lock may be held).
+ */
+void sroce_qp_error(struct sroce_qp *qp);
+
+/* Raise an asynchronous QP event (COMM_EST, QP_FATAL, ...). Any context. */
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
+
+/*
+ * Receive queue, for the responder (call with resp.lock held).
+ *
+ * sroce_rq_peek() copies the oldest posted receive WQE into @wqe and
+ * validates it without consuming it: 0, -EAGAIN when the RQ is empty (RNR)
+ * or -EIO when user space corrupted the ring (the QP is moved to the error
+ * state by the caller). The WQE stays posted until
+ * sroce_rq_complete() consumes it and posts its completion in one step
+ * under rq_lock, so a concurrent flush can neither lose it nor reorder
+ * completions: it returns false when the WQE was flushed meanwhile (the
+ * CQE is then not posted).
+ */
+int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe);
+bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
+		       const struct sroce_cqe *cqe, bool solicited);
+
+/*
+ * Requester and completer (req.c, comp.c). sroce_req_run() sends what the
+ * SQ, the window and the QP state allow; any context, no QP lock held.
+ * sroce_comp_rcv() handles an ACK, NAK, READ response or atomic ACK for
+ * @qp; softirq context; consumes @skb; the caller keeps its QP reference.
+ */
+void sroce_req_run(struct sroce_qp *qp);
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
+
+/* Per-device QP table (qp.c), from the device's init/cleanup hooks. */
+void sroce_qp_table_init(struct sroce_dev *sdev);
+void sroce_qp_table_fini(struct sroce_dev *sdev);
+
+/*
+ * Every verb of the transport objects (QP, CQ, MR, AH) and the driver
+ * object sizes: the device core adds them with ib_set_device_ops().
+ */
+extern const struct ib_device_ops sroce_transport_ops;
+
+#endif /* SROCE_QP_H */
