@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "compat.h"
+#include "net.h"
 
 /* sroce devices have exactly one port, numbered as IB requires. */
 #define SROCE_PORT 1
@@ -61,14 +62,22 @@ struct sroce_dev {
 	struct net_device *ndev;
 	netdevice_tracker ndev_tracker;
 
-	/* Link in the module's device list; under sroce_dev_list_lock. */
+	/*
+	 * Entry in the module's device list (main.c): added and removed under
+	 * its mutex, walked under RCU. It outlives unregistration (dead set)
+	 * until main.c reaps it, so module unload can fence every teardown.
+	 */
 	struct list_head list;
+	bool dead;			/* dealloc_driver ran; under the mutex */
 
 	/* Last port state dispatched as an event; written under RTNL only. */
 	enum ib_port_state port_state;
 
 	/* PD numbers; struct ida locks itself. */
 	struct ida pdn_ida;
+
+	/* UDP/IP attachment: sroce_net_open() .. sroce_net_close() (net.h). */
+	struct sroce_net_port net_port;
 };
 
 struct sroce_ucontext {
@@ -111,10 +120,16 @@ to_smmap(struct rdma_user_mmap_entry *rdma)
 	return container_of(rdma, struct sroce_mmap_entry, rdma);
 }
 
-/* verbs.c: device, port, GID, ucontext, PD and mmap verbs. */
+/*
+ * main.c: the sroce device bound to ndev, with a reference taken by
+ * ib_device_try_get() (release with ib_device_put()), or NULL. Any context,
+ * softirq included.
+ */
+struct sroce_dev *sroce_dev_get_by_netdev(const struct net_device *ndev);
+
+/* verbs.c: device, port, ucontext, PD and mmap verbs. */
 extern const struct ib_device_ops sroce_verbs_ops;
-extern const struct attribute_group sroce_attr_group;
-void sroce_verbs_dev_init(struct sroce_dev *sdev);
+int sroce_verbs_dev_init(struct sroce_dev *sdev);
 void sroce_verbs_dev_cleanup(struct sroce_dev *sdev);
 enum ib_port_state sroce_port_state(const struct net_device *ndev);
 
