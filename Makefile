@@ -37,10 +37,10 @@ provider:
 	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(PROVDIR)
 
-check:
+check: deps
 	tests/run
 
-check-full:
+check-full: deps
 	tests/run --full
 
 demo: deps
