@@ -13,11 +13,9 @@ MODDIR := $(BUILD)/module-$(KERNEL)
 PROVDIR := $(BUILD)/userspace
 MODULE_SOURCES := Kbuild drivers include tests/kunit
 
-ifeq ($(KERNEL),host)
-KBUILD_DIR = /lib/modules/$(shell uname -r)/build
-else
-KBUILD_DIR = $(shell tools/sroce-kernel path $(KERNEL))/build
-endif
+# Kernel build dirs come from tools/sroce-kernel, which fetches (6.1, 6.12) or
+# builds (debug) the kernel first; `host` is the running kernel's headers.
+HOST_KBUILD_DIR = /lib/modules/$(shell uname -r)/build
 
 .PHONY: all deps module provider check check-full demo bench lint install clean
 
@@ -31,7 +29,9 @@ deps:
 module:
 	@mkdir -p $(MODDIR)
 	@cp -a --parents $(MODULE_SOURCES) $(MODDIR)/
-	$(MAKE) -C $(KBUILD_DIR) M=$(MODDIR) modules
+	+@kdir="$$(tools/sroce-kernel build $(KERNEL))" && \
+	  echo "make -C $$kdir M=$(MODDIR) modules" && \
+	  $(MAKE) -C "$$kdir" M=$(MODDIR) modules
 
 provider:
 	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -54,7 +54,7 @@ lint:
 
 install: provider
 	$(MAKE) KERNEL=host module
-	$(MAKE) -C $(KBUILD_DIR) M=$(BUILD)/module-host INSTALL_MOD_DIR=updates modules_install
+	$(MAKE) -C $(HOST_KBUILD_DIR) M=$(BUILD)/module-host INSTALL_MOD_DIR=updates modules_install
 	depmod -a
 	cmake --install $(PROVDIR)
 
