@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * sroce responder: the receive side of a reliable (RC) or unreliable (UC/UD)
- * QP. It checks PSNs, places SEND and RDMA WRITE payloads, serves RDMA READ
- * and atomic requests, replays them for duplicates and generates ACKs/NAKs.
+ * sroce responder: the receive side of a QP. It checks PSNs, places SEND
+ * and RDMA WRITE payloads, serves RDMA READ and atomic requests, replays
+ * them for duplicates and generates ACKs/NAKs (IBTA Vol. 1 chapter 9).
  */
 #ifndef SROCE_RESP_H
 #define SROCE_RESP_H
 
+#include <linux/atomic.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 
 struct ib_qp_attr;
 struct sk_buff;
+struct sroce_dev;
 struct sroce_mr;
 struct sroce_qp;
+struct sroce_rwqe;
 
 enum sroce_resp_res_type {
 	SROCE_RES_NONE,
@@ -42,55 +45,57 @@ struct sroce_resp_res {
 	};
 };
 
-/*
- * Progress of the message being received. A multi-packet SEND keeps the
- * receive WQE it fills; a multi-packet RDMA WRITE keeps its MR reference.
- */
+/* The message being received, by kind. */
 enum sroce_resp_msg {
 	SROCE_RESP_MSG_NONE,
 	SROCE_RESP_MSG_SEND,
 	SROCE_RESP_MSG_WRITE,
 };
 
+/* Per-QP responder counters, under the responder lock. */
 struct sroce_resp_stats {
-	u64 dup_requests;
+	u64 duplicates;
 	u64 seq_naks;
 	u64 rnr_naks;
-	u64 access_naks;
-	u64 invalid_naks;
+	u64 fatal_naks;		/* invalid request, remote access/op error */
 	u64 dropped;
 };
 
 /*
  * Responder state, embedded in struct sroce_qp as qp->resp.
  *
- * Locking: every field is protected by @lock. The responder runs in softirq
- * (packet receive) and takes it with spin_lock(); process context (modify,
- * destroy, query) takes it with spin_lock_bh(). The lock is never held
- * while transmitting: replies are built under it and sent after it is
- * released, so a looped-back packet can never need it recursively. It
- * nests inside nothing and nothing else is taken under it except the MR
- * lookup (RCU) and the receive queue's consumer lock (T-req's, innermost).
+ * Locking: @lock protects every field below it. It is taken with
+ * spin_lock_irqsave() (like the QP's other locks) from packet receive
+ * (softirq) and from sroce_resp_modify()/cleanup (process context). Lock
+ * order: qp->mutex > resp.lock > qp->sq_lock > qp->rq_lock > CQ lock. No
+ * packet is transmitted and no completion handler runs under it: replies
+ * are described under the lock and sent after it is released.
  */
 struct sroce_resp_state {
 	spinlock_t lock;
 
 	u32 epsn;		/* next expected request PSN (rq_psn) */
 	u32 msn;		/* messages completed, 24 bits */
-	bool seq_nak_sent;	/* one PSN sequence error NAK until recovered */
-	unsigned int unacked;	/* packets received since the last ACK */
+	/*
+	 * A PSN sequence error or RNR NAK is outstanding for @epsn: later
+	 * requests are dropped silently until the requester resends @epsn.
+	 */
+	bool nak_pending;
+	bool failed;		/* fatal error: nothing more is processed */
+	bool uc_drop;		/* UC: drop packets up to the next FIRST/ONLY */
+	u32 unacked;		/* requests accepted since the last ACK */
 
-	/* message in progress (enum sroce_resp_msg) */
-	u8 msg;
+	u8 msg;			/* enum sroce_resp_msg: message in progress */
+	/* SEND in progress: @wqe is a valid copy of the posted receive */
+	bool have_wqe;
 	u32 msg_offset;		/* payload bytes placed so far */
-	bool have_wqe;		/* @wqe_id/@wqe is a consumed receive WQE */
-	u64 wqe_id;
-	void *wqe;		/* kernel copy of the receive WQE (T-req's format) */
+	struct sroce_rwqe *wqe;	/* allocated by sroce_resp_init() */
 
 	/* RDMA WRITE in progress */
-	struct sroce_mr *write_mr;	/* referenced */
-	u64 write_va;
-	u32 write_resid;
+	struct sroce_mr *write_mr;	/* referenced; NULL for 0-byte */
+	u64 write_va;			/* where the next payload goes */
+	u32 write_resid;		/* bytes still expected */
+	u32 write_len;			/* RETH DMA length */
 
 	/* responder resources ring, max_dest_rd_atomic entries */
 	struct sroce_resp_res *res;
@@ -100,17 +105,40 @@ struct sroce_resp_state {
 	struct sroce_resp_stats stats;
 };
 
-/* Lifecycle, called by qp.c. */
-void sroce_resp_init(struct sroce_qp *qp);
 /*
- * Apply the responder's part of a modify_qp (rq_psn, max_dest_rd_atomic,
- * move to RESET). Process context, no spinlock held: may allocate.
+ * Receive-path drop counters of a device (struct sroce_dev.rx_drops):
+ * packets the transport discarded before or instead of a QP's responder
+ * or completer. Atomic, updated only on drop paths.
  */
+struct sroce_rx_drops {
+	atomic64_t no_qp;	/* unknown or multicast destination QP */
+	atomic64_t bad_transport;	/* opcode class differs from QP type */
+	atomic64_t bad_state;	/* QP state does not accept the packet */
+	atomic64_t bad_pkey;
+	atomic64_t bad_qkey;
+	atomic64_t bad_addr;	/* RC/UC source/destination not the QP's */
+	atomic64_t unsupported;	/* CNP and opcodes nobody handles */
+};
+
+/*
+ * Lifecycle, called by qp.c. sroce_resp_init() at create (process
+ * context, may sleep; 0 or -ENOMEM). sroce_resp_modify() applies the
+ * responder's part of a modify_qp that ib_modify_qp_is_ok() accepted:
+ * RESET clears the state, IB_QP_RQ_PSN sets the expected PSN,
+ * IB_QP_MAX_DEST_RD_ATOMIC sizes the responder resources. Process context
+ * without spinlocks held, may sleep; 0 or -ENOMEM (nothing changed then).
+ * sroce_resp_cleanup() at destroy, after the last packet reference.
+ */
+int sroce_resp_init(struct sroce_qp *qp);
 int sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		      int mask);
 void sroce_resp_cleanup(struct sroce_qp *qp);
 
-/* A request packet for @qp (from rx.c). Consumes @skb. Softirq context. */
+/*
+ * A request packet for @qp, already checked by rx.c against the QP's type,
+ * state, P_Key and Q_Key. Softirq context; consumes @skb; the caller holds
+ * a QP reference.
+ */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 
 #endif /* SROCE_RESP_H */
