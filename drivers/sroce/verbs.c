@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Device and port attributes, user contexts, protection domains and the
+ * mmap entries through which user space maps the rings.
+ *
+ * The GID table is ib_core's: the port's netdev is set with
+ * ib_device_set_netdev() and the port is RoCEv2-only, so ib_core fills the
+ * table from the netdev's IPv4/IPv6 addresses and keeps it current. sroce
+ * needs no add_gid/del_gid hooks because it has no hardware table to
+ * mirror; the transport reads GIDs through the sgid_attr of each AH/QP.
+ */
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_mad.h>
+#include <rdma/sroce-abi.h>
+
+#include "sroce.h"
+
+/* No IEEE OUI: all ones, as other software RDMA devices report. */
+#define SROCE_VENDOR_ID 0xffffff
+
+/* Byte-granular MRs are backed by page lists; bound them to 1 TiB. */
+#define SROCE_MAX_MR_SIZE BIT_ULL(40)
+
+enum ib_port_state sroce_port_state(const struct net_device *ndev)
+{
+	return netif_running(ndev) && netif_carrier_ok(ndev) ?
+	       IB_PORT_ACTIVE : IB_PORT_DOWN;
+}
+
+/*
+ * The largest IB MTU whose packets fit the netdev's MTU with the biggest
+ * RoCEv2 headers (iboe_get_mtu() subtracts IPv6, UDP, BTH, the largest
+ * extension headers and the ICRC). Below 256 bytes RoCE cannot carry a
+ * packet at all; report the smallest MTU rather than an invalid value.
+ */
+static enum ib_mtu sroce_active_mtu(const struct net_device *ndev)
+{
+	enum ib_mtu mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
+
+	return mtu ? mtu : IB_MTU_256;
+}
+
+/*
+ * Features appear in device_cap_flags/atomic_cap/max_srq/... only once
+ * they are implemented; the numeric limits are the transport's design
+ * limits (sroce.h) that every verb enforces.
+ */
+static int sroce_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	*attr = (struct ib_device_attr) {
+		.sys_image_guid = ibdev->node_guid,
+		.max_mr_size = SROCE_MAX_MR_SIZE,
+		.page_size_cap = PAGE_SIZE,
+		.vendor_id = SROCE_VENDOR_ID,
+		.max_qp = SROCE_MAX_QP,
+		.max_qp_wr = SROCE_MAX_QP_WR,
+		.device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
+				    IB_DEVICE_PORT_ACTIVE_EVENT,
+		.kernel_cap_flags = IBK_ALLOW_USER_UNREG,
+		.max_send_sge = SROCE_MAX_SGE,
+		.max_recv_sge = SROCE_MAX_SGE,
+		.max_sge_rd = SROCE_MAX_SGE,
+		.max_cq = SROCE_MAX_CQ,
+		.max_cqe = SROCE_MAX_CQE,
+		.max_mr = SROCE_MAX_MR,
+		.max_pd = SROCE_MAX_PD,
+		.max_qp_rd_atom = SROCE_MAX_RD_ATOMIC,
+		.max_qp_init_rd_atom = SROCE_MAX_RD_ATOMIC,
+		.max_res_rd_atom = SROCE_MAX_RD_ATOMIC * SROCE_MAX_QP,
+		.atomic_cap = IB_ATOMIC_NONE,
+		.masked_atomic_cap = IB_ATOMIC_NONE,
+		.max_ah = SROCE_MAX_AH,
+		.max_pkeys = 1,
+		.local_ca_ack_delay = SROCE_LOCAL_CA_ACK_DELAY,
+	};
+	return 0;
+}
+
+static int sroce_query_port(struct ib_device *ibdev, u32 port,
+			    struct ib_port_attr *attr)
+{
+	struct net_device *ndev = to_sdev(ibdev)->ndev;
+
+	attr->state = sroce_port_state(ndev);
+	if (attr->state == IB_PORT_ACTIVE)
+		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	else if (netif_running(ndev))
+		attr->phys_state = IB_PORT_PHYS_STATE_POLLING;
+	else
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = sroce_active_mtu(ndev);
+	attr->gid_tbl_len = SROCE_GID_TABLE_LEN;
+	attr->ip_gids = true;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = SROCE_MAX_MSG_SIZE;
+	attr->pkey_tbl_len = 1;
+	attr->max_vl_num = 1;
+
+	/*
+	 * Fails only while the netdev is going away; the port is down then
+	 * and its speed means nothing, so do not fail the whole query.
+	 */
+	if (ib_get_eth_speed(ibdev, port, &attr->active_speed,
+			     &attr->active_width)) {
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+	}
+	return 0;
+}
+
+static int sroce_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			    u16 *pkey)
+{
+	if (index)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+/*
+ * RoCEv2 only: sroce does not speak RoCEv1 (Ethertype 0x8915), so no v1
+ * GIDs may appear in the table, or rdma_cm would pick one by default.
+ */
+static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *immutable)
+{
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->pkey_tbl_len = 1;
+	immutable->gid_tbl_len = SROCE_GID_TABLE_LEN;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
+						 u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
+				struct ib_udata *udata)
+{
+	struct sroce_alloc_ucontext_resp resp = {
+		.abi_version = SROCE_ABI_VERSION,
+		.max_inline_data = SROCE_MAX_INLINE_DATA,
+	};
+
+	/* No request payload is defined yet; refuse one we cannot honour. */
+	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+}
+
+/* Objects mapping memory removed their entries when they were destroyed. */
+static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_pd *pd = to_spd(ibpd);
+	struct sroce_alloc_pd_resp resp = {};
+	int pdn, err;
+
+	/* pdn 0 is never handed out, so a zeroed pdn is never a valid PD. */
+	pdn = ida_alloc_range(&sdev->pdn_ida, 1, SROCE_MAX_PD, GFP_KERNEL);
+	if (pdn < 0)
+		return pdn == -ENOSPC ? -ENOMEM : pdn;
+	pd->pdn = pdn;
+
+	if (udata) {
+		resp.pdn = pdn;
+		err = ib_copy_to_udata(udata, &resp,
+				       min(sizeof(resp), udata->outlen));
+		if (err) {
+			ida_free(&sdev->pdn_ida, pdn);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	ida_free(&to_sdev(ibpd->device)->pdn_ida, to_spd(ibpd)->pdn);
+	return 0;
+}
+
+struct sroce_mmap_entry *sroce_mmap_insert(struct sroce_ucontext *uctx,
+					   void *buf, size_t len, u64 *key)
+{
+	struct sroce_mmap_entry *entry;
+	int err;
+
+	if (!len)
+		return ERR_PTR(-EINVAL);
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry)
+		return ERR_PTR(-ENOMEM);
+	entry->buf = buf;
+
+	err = rdma_user_mmap_entry_insert(&uctx->ibuc, &entry->rdma,
+					  PAGE_ALIGN(len));
+	if (err) {
+		kfree(entry);
+		return ERR_PTR(err);
+	}
+	*key = rdma_user_mmap_get_offset(&entry->rdma);
+	return entry;
+}
+
+void sroce_mmap_remove(struct sroce_mmap_entry *entry)
+{
+	rdma_user_mmap_entry_remove(&entry->rdma);
+}
+
+/*
+ * Rings are shared between the kernel and one process: a private (COW)
+ * mapping would silently stop sharing, and nothing in them is code.
+ * remap_vmalloc_range() takes a page reference per mapped page, so the
+ * mapping stays valid even after mmap_free has freed the buffer.
+ */
+static int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma;
+	int err;
+
+	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))
+		return -EINVAL;
+
+	rdma = rdma_user_mmap_entry_get(ibuc, vma);
+	if (!rdma)
+		return -EINVAL;
+
+	sroce_vm_flags_clear(vma, VM_MAYEXEC);
+	err = remap_vmalloc_range(vma, to_smmap(rdma)->buf, 0);
+	rdma_user_mmap_entry_put(rdma);
+	return err;
+}
+
+static void sroce_mmap_free(struct rdma_user_mmap_entry *rdma)
+{
+	struct sroce_mmap_entry *entry = to_smmap(rdma);
+
+	vfree(entry->buf);
+	kfree(entry);
+}
+
+int sroce_verbs_dev_init(struct sroce_dev *sdev)
+{
+	ida_init(&sdev->pdn_ida);
+	return 0;
+}
+
+void sroce_verbs_dev_cleanup(struct sroce_dev *sdev)
+{
+	ida_destroy(&sdev->pdn_ida);
+}
+
+const struct ib_device_ops sroce_verbs_ops = {
+	.query_device = sroce_query_device,
+	.query_port = sroce_query_port,
+	.query_pkey = sroce_query_pkey,
+	.get_port_immutable = sroce_get_port_immutable,
+	.get_link_layer = sroce_get_link_layer,
+	.alloc_ucontext = sroce_alloc_ucontext,
+	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.alloc_pd = sroce_alloc_pd,
+	.dealloc_pd = sroce_dealloc_pd,
+	.mmap = sroce_mmap,
+	.mmap_free = sroce_mmap_free,
+
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+};
