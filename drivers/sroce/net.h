@@ -89,6 +89,8 @@ union sroce_ipaddr {
  */
 struct sroce_av {
 	u8 network_type;	/* RDMA_NETWORK_IPV4 or RDMA_NETWORK_IPV6 */
+	u8 sgid_index;		/* for query_qp / query_ah */
+	u8 sl;
 	u8 hop_limit;		/* TTL / hop limit; 0: the route's default */
 	u8 tclass;		/* IPv4 TOS / IPv6 traffic class (DSCP, ECN) */
 	u8 dmac[ETH_ALEN];
@@ -115,9 +117,17 @@ void sroce_net_module_exit(void);
 int sroce_net_open(struct sroce_dev *sdev, struct net_device *ndev);
 /*
  * Detach: after return no new packet reaches sroce_transport_rcv() for sdev
- * (waits for running receivers). Process context.
+ * (waits for running receivers). Idempotent. Process context; call it from
+ * the NETDEV_UNREGISTER notifier synchronously (not from queued work), so
+ * the namespace's sockets are gone before the namespace is.
  */
 void sroce_net_close(struct sroce_dev *sdev);
+/*
+ * Close if still open and free the counters: from dealloc_driver, when
+ * nothing transmits any more. Transmit between close and release fails
+ * with -ENETDOWN.
+ */
+void sroce_net_port_release(struct sroce_dev *sdev);
 
 void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c);
 

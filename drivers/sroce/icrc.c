@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RoCEv2 invariant CRC over a possibly non-linear skb, without linearizing:
+ * the masked headers are copied to the stack (at most 80 bytes), the rest
+ * is read in place from the linear area, page fragments and frag list.
+ */
+#include <linux/crc32.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+
+#include "compat.h"
+#include "icrc.h"
+#include "wire.h"
+
+#define SROCE_IPV4_MAX_HDR	60
+
+static u32 sroce_icrc_headers(const u8 *nh, unsigned int ip_len)
+{
+	u8 buf[SROCE_IPV4_MAX_HDR + sizeof(struct udphdr) + SROCE_BTH_LEN];
+	unsigned int len = ip_len + sizeof(struct udphdr) + SROCE_BTH_LEN;
+	struct udphdr *udph;
+
+	memcpy(buf, nh, len);
+	if ((buf[0] >> 4) == 4) {
+		struct iphdr *iph = (struct iphdr *)buf;
+
+		iph->tos = 0xff;
+		iph->ttl = 0xff;
+		iph->check = htons(0xffff);
+	} else {
+		struct ipv6hdr *ip6h = (struct ipv6hdr *)buf;
+
+		/* Version stays; traffic class and flow label go. */
+		buf[0] |= 0x0f;
+		memset(&buf[1], 0xff, 3);
+		ip6h->hop_limit = 0xff;
+	}
+	udph = (struct udphdr *)(buf + ip_len);
+	udph->check = htons(0xffff);
+	/* BTH byte 4: FECN, BECN and reserved bits. */
+	buf[ip_len + sizeof(struct udphdr) + 4] = 0xff;
+
+	return crc32_le(SROCE_ICRC_LRH_SEED, buf, len);
+}
+
+/* crc32_le over [from, to) of skb, offsets from skb->data. */
+static u32 sroce_icrc_data(struct sk_buff *skb, u32 crc, unsigned int from,
+			   unsigned int to)
+{
+	struct skb_seq_state st;
+	unsigned int consumed = 0, n;
+	const u8 *data;
+
+	if (to <= skb_headlen(skb))
+		return crc32_le(crc, skb->data + from, to - from);
+
+	skb_prepare_seq_read(skb, from, to, &st);
+	while ((n = skb_seq_read(consumed, &data, &st)) != 0) {
+		crc = crc32_le(crc, data, n);
+		consumed += n;
+	}
+	return crc;
+}
+
+u32 sroce_icrc_compute(struct sk_buff *skb)
+{
+	int ip_len = skb_transport_header(skb) - skb_network_header(skb);
+	int from = skb_transport_offset(skb) + sizeof(struct udphdr) +
+		   SROCE_BTH_LEN;
+	int to = skb->len - SROCE_ICRC_LEN;
+	u32 crc;
+
+	/* Callers validate received headers before: these are bugs. */
+	if (WARN_ON_ONCE(ip_len < (int)sizeof(struct iphdr) ||
+			 ip_len > SROCE_IPV4_MAX_HDR || from < 0 || to < from))
+		return 0;
+
+	crc = sroce_icrc_headers(skb_network_header(skb), ip_len);
+	if (from < to)
+		crc = sroce_icrc_data(skb, crc, from, to);
+	return ~crc;
+}
+SROCE_EXPORT_FOR_KUNIT(sroce_icrc_compute);
+
+int sroce_icrc_check(struct sk_buff *skb)
+{
+	__le32 wire, *p;
+
+	p = skb_header_pointer(skb, skb->len - SROCE_ICRC_LEN, sizeof(wire),
+			       &wire);
+	if (!p || le32_to_cpu(*p) != sroce_icrc_compute(skb))
+		return -EBADMSG;
+	return 0;
+}
+SROCE_EXPORT_FOR_KUNIT(sroce_icrc_check);
