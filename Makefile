@@ -35,7 +35,7 @@ module:
 
 provider:
 	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build $(PROVDIR)
+	cmake --build $(PROVDIR) --parallel 2
 
 check: deps
 	tests/run

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Device context, device and port queries, protection domains.
+#include "provider.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace sroce {
+namespace {
+
+constexpr verbs_context_ops make_context_ops() noexcept {
+    verbs_context_ops ops{};
+    ops.alloc_pd = alloc_pd;
+    ops.dealloc_pd = dealloc_pd;
+    ops.free_context = free_context;
+    ops.query_device_ex = query_device_ex;
+    ops.query_port = query_port;
+    return ops;
+}
+
+constexpr verbs_context_ops kContextOps = make_context_ops();
+
+} // namespace
+
+verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_data*/) noexcept {
+    auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
+            device, cmd_fd, sizeof(Context), nullptr /* offset of Context::vctx */, kDriverId));
+    if (ctx == nullptr)
+        return nullptr;
+
+    verbs_cmd_get_context cmd{};
+    WithDriverData<ib_uverbs_get_context_resp, sroce_alloc_ucontext_resp> resp;
+    int err = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), resp.core(), resp.size());
+    const sroce_alloc_ucontext_resp drv = resp.driver();
+    if (err == 0 && drv.abi_version != SROCE_ABI_VERSION) {
+        (void)std::fprintf(
+                stderr, "libsroce: %s: kernel speaks sroce ABI %" PRIu32 ", provider speaks %d\n",
+                device->name, drv.abi_version, SROCE_ABI_VERSION);
+        err = EPROTO;
+    }
+    if (err != 0) {
+        verbs_uninit_context(&ctx->vctx);
+        std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
+        set_errno(err);
+        return nullptr;
+    }
+    ctx->max_inline_data = drv.max_inline_data;
+    verbs_set_ops(&ctx->vctx, &kContextOps);
+    return &ctx->vctx;
+}
+
+void free_context(ibv_context* ibctx) noexcept {
+    Context* ctx = to_context(ibctx);
+    verbs_uninit_context(&ctx->vctx);
+    std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
+}
+
+int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
+                    ibv_device_attr_ex* attr, std::size_t attr_size) noexcept {
+    ib_uverbs_ex_query_device_resp resp{};
+    std::size_t resp_size = sizeof(resp);
+    const int err = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp, &resp_size);
+    if (err != 0)
+        return err;
+
+    // The kernel reports fw_ver as a number; verbs shows it as text.
+    const std::uint64_t fw = resp.base.fw_ver;
+    // At most "65535.65535.65535": fw_ver (64 bytes) cannot truncate it.
+    (void)std::snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+                        "%" PRIu64 ".%" PRIu64 ".%" PRIu64, (fw >> 32) & 0xffff,
+                        (fw >> 16) & 0xffff, fw & 0xffff);
+    return 0;
+}
+
+int query_port(ibv_context* ctx, std::uint8_t port_num, ibv_port_attr* attr) noexcept {
+    verbs_cmd_query_port cmd{};
+    return ibv_cmd_query_port(ctx, port_num, attr, &cmd, sizeof(cmd));
+}
+
+ibv_pd* alloc_pd(ibv_context* ctx) noexcept {
+    auto* pd = new (std::nothrow) Pd{};
+    if (pd == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_alloc_pd cmd{};
+    WithDriverData<ib_uverbs_alloc_pd_resp, sroce_alloc_pd_resp> resp;
+    const int err = ibv_cmd_alloc_pd(ctx, &pd->pd, &cmd, sizeof(cmd), resp.core(), resp.size());
+    if (err != 0) {
+        delete pd;
+        set_errno(err);
+        return nullptr;
+    }
+    pd->pdn = resp.driver().pdn;
+    return &pd->pd;
+}
+
+int dealloc_pd(ibv_pd* ibpd) noexcept {
+    const int err = ibv_cmd_dealloc_pd(ibpd);
+    if (err != 0)
+        return err;
+    delete to_pd(ibpd);
+    return 0;
+}
+
+} // namespace sroce

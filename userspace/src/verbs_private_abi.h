@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// The part of libibverbs' provider ABI (rdma-core 44, symbol version node
+// IBVERBS_PRIVATE_34) that sroce uses.
+//
+// rdma-core installs only the public <infiniband/verbs.h>; the structures a
+// provider shares with libibverbs live in headers no distribution packages.
+// These declarations were written from the layouts of rdma-core v44.0
+// (libibverbs/driver.h, kern-abi.h). Every layout that libibverbs reads or
+// writes is pinned below with static_asserts, and tests/abi_test.cpp checks
+// the same layouts against the behaviour of the installed libibverbs.so.1.
+//
+// Names follow rdma-core's so that readers can find the counterpart there.
+// Function pointers that sroce never installs are typed as UnusedOp: only
+// their position matters.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+
+// The ABI generation libibverbs was built with: the suffix of the provider
+// file name and of verbs_register_driver_<N>.
+#define SROCE_IBVERBS_PABI_VERSION 34
+#define SROCE_IBVERBS_PRIVATE_NODE "IBVERBS_PRIVATE_34"
+
+extern "C" {
+
+using UnusedOp = void (*)();
+
+// ccan's struct list_node: libibverbs links devices through it.
+struct verbs_list_node {
+    verbs_list_node* next;
+    verbs_list_node* prev;
+};
+
+enum verbs_match_kind : std::uint8_t {
+    VERBS_MATCH_SENTINEL = 0,
+    VERBS_MATCH_PCI = 1,
+    VERBS_MATCH_MODALIAS = 2,
+    VERBS_MATCH_DRIVER_ID = 3,
+};
+
+struct verbs_match_ent {
+    void* driver_data;
+    union {
+        const char* modalias;
+        std::uint64_t driver_id;
+    } u;
+    std::uint16_t vendor;
+    std::uint16_t device;
+    std::uint8_t kind; // enum verbs_match_kind
+};
+
+// One RDMA device found in sysfs, filled in by libibverbs before matching.
+struct verbs_sysfs_dev {
+    verbs_list_node entry;
+    void* provider_data;
+    const verbs_match_ent* match;
+    unsigned int flags;
+    char sysfs_name[IBV_SYSFS_NAME_MAX];
+    dev_t sysfs_cdev;
+    char ibdev_name[IBV_SYSFS_NAME_MAX];
+    char ibdev_path[IBV_SYSFS_PATH_MAX];
+    char modalias[512];
+    std::uint64_t node_guid;
+    std::uint32_t driver_id;
+    ibv_node_type node_type;
+    int ibdev_idx;
+    std::uint32_t num_ports;
+    std::uint32_t abi_ver;
+    timespec time_created;
+};
+
+struct verbs_device;
+
+struct verbs_device_ops {
+    const char* name;
+    std::uint32_t match_min_abi_version;
+    std::uint32_t match_max_abi_version;
+    const verbs_match_ent* match_table;
+    const verbs_device_ops** static_providers;
+    bool (*match_device)(verbs_sysfs_dev* sysfs_dev);
+    verbs_context* (*alloc_context)(ibv_device* device, int cmd_fd, void* private_data);
+    verbs_context* (*import_context)(ibv_device* device, int cmd_fd);
+    verbs_device* (*alloc_device)(verbs_sysfs_dev* sysfs_dev);
+    void (*uninit_device)(verbs_device* device);
+};
+
+struct verbs_device {
+    ibv_device device; // must be first: libibverbs converts between the two
+    const verbs_device_ops* ops;
+    int refcount; // a C11 atomic_int; only libibverbs touches it
+    verbs_list_node entry;
+    verbs_sysfs_dev* sysfs;
+    std::uint64_t core_support;
+};
+
+struct verbs_xrcd;
+
+struct verbs_cq {
+    union {
+        ibv_cq cq;
+        ibv_cq_ex cq_ex;
+    };
+};
+
+struct verbs_qp {
+    union {
+        ibv_qp qp;
+        ibv_qp_ex qp_ex;
+    };
+    std::uint32_t comp_mask;
+    verbs_xrcd* xrcd;
+};
+
+struct verbs_srq {
+    ibv_srq srq;
+    ibv_srq_type srq_type;
+    verbs_xrcd* xrcd;
+    ibv_cq* cq;
+    std::uint32_t srq_num;
+};
+
+enum ibv_mr_type : int {
+    IBV_MR_TYPE_MR,
+    IBV_MR_TYPE_NULL_MR,
+    IBV_MR_TYPE_IMPORTED_MR,
+    IBV_MR_TYPE_DMABUF_MR,
+};
+
+struct verbs_mr {
+    ibv_mr mr; // rdma-core calls it ibv_mr, which C++ cannot
+    ibv_mr_type mr_type;
+    int access;
+};
+
+// Every operation a provider can install; libibverbs copies the non-null
+// ones (verbs_set_ops) and answers the rest with EOPNOTSUPP. Sorted by name,
+// as in rdma-core.
+struct verbs_context_ops {
+    UnusedOp advise_mr;
+    UnusedOp alloc_dm;
+    UnusedOp alloc_mw;
+    UnusedOp alloc_null_mr;
+    UnusedOp alloc_parent_domain;
+    ibv_pd* (*alloc_pd)(ibv_context* context);
+    UnusedOp alloc_td;
+    void (*async_event)(ibv_context* context, ibv_async_event* event);
+    UnusedOp attach_counters_point_flow;
+    int (*attach_mcast)(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
+    UnusedOp bind_mw;
+    UnusedOp close_xrcd;
+    void (*cq_event)(ibv_cq* cq);
+    ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
+    UnusedOp create_counters;
+    ibv_cq* (*create_cq)(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector);
+    ibv_cq_ex* (*create_cq_ex)(ibv_context* context, ibv_cq_init_attr_ex* init_attr);
+    UnusedOp create_flow;
+    UnusedOp create_flow_action_esp;
+    ibv_qp* (*create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr);
+    ibv_qp* (*create_qp_ex)(ibv_context* context, ibv_qp_init_attr_ex* attr);
+    UnusedOp create_rwq_ind_table;
+    ibv_srq* (*create_srq)(ibv_pd* pd, ibv_srq_init_attr* attr);
+    ibv_srq* (*create_srq_ex)(ibv_context* context, ibv_srq_init_attr_ex* attr);
+    UnusedOp create_wq;
+    UnusedOp dealloc_mw;
+    int (*dealloc_pd)(ibv_pd* pd);
+    UnusedOp dealloc_td;
+    int (*dereg_mr)(verbs_mr* mr);
+    int (*destroy_ah)(ibv_ah* ah);
+    UnusedOp destroy_counters;
+    int (*destroy_cq)(ibv_cq* cq);
+    UnusedOp destroy_flow;
+    UnusedOp destroy_flow_action;
+    int (*destroy_qp)(ibv_qp* qp);
+    UnusedOp destroy_rwq_ind_table;
+    int (*destroy_srq)(ibv_srq* srq);
+    UnusedOp destroy_wq;
+    int (*detach_mcast)(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
+    void (*free_context)(ibv_context* context);
+    UnusedOp free_dm;
+    int (*get_srq_num)(ibv_srq* srq, std::uint32_t* srq_num);
+    UnusedOp import_dm;
+    UnusedOp import_mr;
+    UnusedOp import_pd;
+    UnusedOp modify_cq;
+    UnusedOp modify_flow_action_esp;
+    int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+    UnusedOp modify_qp_rate_limit;
+    int (*modify_srq)(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
+    UnusedOp modify_wq;
+    UnusedOp open_qp;
+    UnusedOp open_xrcd;
+    int (*poll_cq)(ibv_cq* cq, int num_entries, ibv_wc* wc);
+    int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+    int (*post_send)(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+    UnusedOp post_srq_ops;
+    int (*post_srq_recv)(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+    int (*query_device_ex)(ibv_context* context, const ibv_query_device_ex_input* input,
+                           ibv_device_attr_ex* attr, std::size_t attr_size);
+    UnusedOp query_ece;
+    int (*query_port)(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr);
+    int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+    UnusedOp query_qp_data_in_order;
+    UnusedOp query_rt_values;
+    int (*query_srq)(ibv_srq* srq, ibv_srq_attr* attr);
+    UnusedOp read_counters;
+    UnusedOp reg_dm_mr;
+    UnusedOp reg_dmabuf_mr;
+    ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va, int access);
+    int (*req_notify_cq)(ibv_cq* cq, int solicited_only);
+    UnusedOp rereg_mr;
+    int (*resize_cq)(ibv_cq* cq, int cqe);
+    UnusedOp set_ece;
+    UnusedOp unimport_dm;
+    UnusedOp unimport_mr;
+    UnusedOp unimport_pd;
+};
+
+} // extern "C"
+
+// --- uverbs write() command layouts (rdma-core kern-abi.h) ----------------
+//
+// A command is the 8-byte uverbs header followed by the kernel's request
+// struct; a provider appends its driver payload after that, and its driver
+// response after the kernel's response struct. The ibv_cmd_* helpers find
+// the driver parts by those sizes.
+template <typename Core>
+struct verbs_write_cmd {
+    ib_uverbs_cmd_hdr hdr;
+    Core core;
+};
+
+using verbs_cmd_get_context = verbs_write_cmd<ib_uverbs_get_context>;
+using verbs_cmd_query_port = verbs_write_cmd<ib_uverbs_query_port>;
+using verbs_cmd_alloc_pd = verbs_write_cmd<ib_uverbs_alloc_pd>;
+using verbs_cmd_reg_mr = verbs_write_cmd<ib_uverbs_reg_mr>;
+using verbs_cmd_create_cq = verbs_write_cmd<ib_uverbs_create_cq>;
+using verbs_cmd_resize_cq = verbs_write_cmd<ib_uverbs_resize_cq>;
+using verbs_cmd_create_qp = verbs_write_cmd<ib_uverbs_create_qp>;
+using verbs_cmd_modify_qp = verbs_write_cmd<ib_uverbs_modify_qp>;
+using verbs_cmd_query_qp = verbs_write_cmd<ib_uverbs_query_qp>;
+using verbs_cmd_post_send = verbs_write_cmd<ib_uverbs_post_send>;
+using verbs_cmd_create_srq = verbs_write_cmd<ib_uverbs_create_srq>;
+using verbs_cmd_create_xsrq = verbs_write_cmd<ib_uverbs_create_xsrq>;
+using verbs_cmd_modify_srq = verbs_write_cmd<ib_uverbs_modify_srq>;
+using verbs_cmd_query_srq = verbs_write_cmd<ib_uverbs_query_srq>;
+
+// --- functions exported under IBVERBS_PRIVATE_34 --------------------------
+
+extern "C" {
+
+void verbs_register_driver_34(const verbs_device_ops* ops);
+void* _verbs_init_and_alloc_context(ibv_device* device, int cmd_fd, std::size_t alloc_size,
+                                    verbs_context* context_offset, std::uint32_t driver_id);
+void verbs_uninit_context(verbs_context* context);
+void verbs_set_ops(verbs_context* context, const verbs_context_ops* ops);
+void verbs_init_cq(ibv_cq* cq, ibv_context* context, ibv_comp_channel* channel, void* cq_context);
+int ibv_read_ibdev_sysfs_file(char* buf, std::size_t size, verbs_sysfs_dev* sysfs_dev,
+                              const char* fnfmt, ...) __attribute__((format(printf, 4, 5)));
+
+int ibv_cmd_get_context(verbs_context* context, verbs_cmd_get_context* cmd, std::size_t cmd_size,
+                        ib_uverbs_get_context_resp* resp, std::size_t resp_size);
+int ibv_cmd_query_device_any(ibv_context* context, const ibv_query_device_ex_input* input,
+                             ibv_device_attr_ex* attr, std::size_t attr_size,
+                             ib_uverbs_ex_query_device_resp* resp, std::size_t* resp_size);
+int ibv_cmd_query_port(ibv_context* context, std::uint8_t port_num, ibv_port_attr* port_attr,
+                       verbs_cmd_query_port* cmd, std::size_t cmd_size);
+int ibv_cmd_alloc_pd(ibv_context* context, ibv_pd* pd, verbs_cmd_alloc_pd* cmd,
+                     std::size_t cmd_size, ib_uverbs_alloc_pd_resp* resp, std::size_t resp_size);
+int ibv_cmd_dealloc_pd(ibv_pd* pd);
+
+int ibv_cmd_reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va, int access,
+                   verbs_mr* mr, verbs_cmd_reg_mr* cmd, std::size_t cmd_size,
+                   ib_uverbs_reg_mr_resp* resp, std::size_t resp_size);
+int ibv_cmd_dereg_mr(verbs_mr* mr);
+
+int ibv_cmd_create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector,
+                      ibv_cq* cq, verbs_cmd_create_cq* cmd, std::size_t cmd_size,
+                      ib_uverbs_create_cq_resp* resp, std::size_t resp_size);
+int ibv_cmd_resize_cq(ibv_cq* cq, int cqe, verbs_cmd_resize_cq* cmd, std::size_t cmd_size,
+                      ib_uverbs_resize_cq_resp* resp, std::size_t resp_size);
+int ibv_cmd_req_notify_cq(ibv_cq* cq, int solicited_only);
+int ibv_cmd_destroy_cq(ibv_cq* cq);
+
+int ibv_cmd_create_qp_ex(ibv_context* context, verbs_qp* qp, ibv_qp_init_attr_ex* attr,
+                         verbs_cmd_create_qp* cmd, std::size_t cmd_size,
+                         ib_uverbs_create_qp_resp* resp, std::size_t resp_size);
+int ibv_cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, verbs_cmd_modify_qp* cmd,
+                      std::size_t cmd_size);
+int ibv_cmd_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr,
+                     verbs_cmd_query_qp* cmd, std::size_t cmd_size);
+int ibv_cmd_destroy_qp(ibv_qp* qp);
+int ibv_cmd_attach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
+int ibv_cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
+
+int ibv_cmd_create_srq_ex(ibv_context* context, verbs_srq* srq, ibv_srq_init_attr_ex* attr,
+                          verbs_cmd_create_xsrq* cmd, std::size_t cmd_size,
+                          ib_uverbs_create_srq_resp* resp, std::size_t resp_size);
+int ibv_cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask, verbs_cmd_modify_srq* cmd,
+                       std::size_t cmd_size);
+int ibv_cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr, verbs_cmd_query_srq* cmd,
+                      std::size_t cmd_size);
+int ibv_cmd_destroy_srq(ibv_srq* srq);
+
+int ibv_cmd_create_ah(ibv_pd* pd, ibv_ah* ah, ibv_ah_attr* attr, ib_uverbs_create_ah_resp* resp,
+                      std::size_t resp_size);
+int ibv_cmd_destroy_ah(ibv_ah* ah);
+
+} // extern "C"
+
+// --- layouts, as computed from rdma-core v44.0 and checked at run time ----
+
+static_assert(sizeof(verbs_list_node) == 16);
+
+static_assert(sizeof(verbs_match_ent) == 24);
+static_assert(offsetof(verbs_match_ent, u) == 8);
+static_assert(offsetof(verbs_match_ent, vendor) == 16);
+static_assert(offsetof(verbs_match_ent, device) == 18);
+static_assert(offsetof(verbs_match_ent, kind) == 20);
+
+static_assert(offsetof(verbs_sysfs_dev, provider_data) == 16);
+static_assert(offsetof(verbs_sysfs_dev, match) == 24);
+static_assert(offsetof(verbs_sysfs_dev, flags) == 32);
+static_assert(offsetof(verbs_sysfs_dev, sysfs_name) == 36);
+static_assert(offsetof(verbs_sysfs_dev, sysfs_cdev) == 104);
+static_assert(offsetof(verbs_sysfs_dev, ibdev_name) == 112);
+static_assert(offsetof(verbs_sysfs_dev, ibdev_path) == 176);
+static_assert(offsetof(verbs_sysfs_dev, modalias) == 432);
+static_assert(offsetof(verbs_sysfs_dev, node_guid) == 944);
+static_assert(offsetof(verbs_sysfs_dev, driver_id) == 952);
+static_assert(offsetof(verbs_sysfs_dev, node_type) == 956);
+static_assert(offsetof(verbs_sysfs_dev, ibdev_idx) == 960);
+static_assert(offsetof(verbs_sysfs_dev, num_ports) == 964);
+static_assert(offsetof(verbs_sysfs_dev, abi_ver) == 968);
+static_assert(offsetof(verbs_sysfs_dev, time_created) == 976);
+static_assert(sizeof(verbs_sysfs_dev) == 992);
+
+static_assert(offsetof(verbs_device_ops, match_min_abi_version) == 8);
+static_assert(offsetof(verbs_device_ops, match_max_abi_version) == 12);
+static_assert(offsetof(verbs_device_ops, match_table) == 16);
+static_assert(offsetof(verbs_device_ops, static_providers) == 24);
+static_assert(offsetof(verbs_device_ops, match_device) == 32);
+static_assert(offsetof(verbs_device_ops, alloc_context) == 40);
+static_assert(offsetof(verbs_device_ops, import_context) == 48);
+static_assert(offsetof(verbs_device_ops, alloc_device) == 56);
+static_assert(offsetof(verbs_device_ops, uninit_device) == 64);
+static_assert(sizeof(verbs_device_ops) == 72);
+
+static_assert(sizeof(ibv_device) == 664);
+static_assert(offsetof(verbs_device, ops) == 664);
+static_assert(offsetof(verbs_device, refcount) == 672);
+static_assert(offsetof(verbs_device, entry) == 680);
+static_assert(offsetof(verbs_device, sysfs) == 696);
+static_assert(offsetof(verbs_device, core_support) == 704);
+static_assert(sizeof(verbs_device) == 712);
+
+static_assert(offsetof(verbs_qp, comp_mask) == sizeof(ibv_qp_ex));
+static_assert(offsetof(ibv_qp_ex, qp_base) == 0);
+static_assert(offsetof(verbs_srq, srq_type) == sizeof(ibv_srq));
+static_assert(offsetof(verbs_mr, mr_type) == sizeof(ibv_mr));
+static_assert(sizeof(verbs_mr) == sizeof(ibv_mr) + 8);
+
+// 76 operations, all pointer-sized, no padding.
+static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, alloc_pd) == 5 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, create_cq) == 15 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, dealloc_pd) == 26 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, free_context) == 39 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, poll_cq) == 53 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, query_device_ex) == 58 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, query_port) == 60 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, reg_mr) == 68 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, unimport_pd) == 75 * sizeof(void*));
+
+static_assert(sizeof(verbs_cmd_get_context) == 16);
+static_assert(sizeof(verbs_cmd_query_port) == 24);
+static_assert(sizeof(verbs_cmd_alloc_pd) == 16);
+static_assert(sizeof(verbs_cmd_reg_mr) == 48);
+static_assert(sizeof(verbs_cmd_create_cq) == 40);
+static_assert(sizeof(verbs_cmd_resize_cq) == 24);
+static_assert(sizeof(verbs_cmd_create_qp) == 64);
+static_assert(sizeof(verbs_cmd_modify_qp) == 120);
+static_assert(sizeof(verbs_cmd_query_qp) == 24);
+static_assert(sizeof(verbs_cmd_post_send) == 32);
+static_assert(sizeof(verbs_cmd_create_srq) == 40);
+static_assert(sizeof(verbs_cmd_create_xsrq) == 56);
+static_assert(sizeof(verbs_cmd_modify_srq) == 24);
+static_assert(sizeof(verbs_cmd_query_srq) == 24);
