@@ -9,10 +9,21 @@
 #include <rdma/ib_verbs.h>
 #include "net.h"
 
+/*
+ * The path of an AH lives in its own allocation, freed after an RCU grace
+ * period: the requester resolves a send WQE's ah_num under RCU, and a
+ * (possibly misbehaving) user may destroy the AH while WQEs naming it are
+ * still queued.
+ */
+struct sroce_ah_path {
+	struct sroce_av av;	/* immutable; route cache not initialised */
+	struct rcu_head rcu;
+};
+
 struct sroce_ah {
 	struct ib_ah ibah;
-	struct sroce_av av;	/* immutable after create */
-	u32 ah_num;		/* user AHs: key in the device's AH xarray */
+	struct sroce_ah_path *path;
+	u32 ah_num;		/* key in sdev->ah_xa, never 0 */
 };
 
 static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
@@ -24,6 +35,12 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		    struct ib_udata *udata);
 int sroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr);
 int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
+
+/*
+ * Copy the path of @ah_num into @av (zeroed by the caller); -ENOENT when no
+ * such AH exists. Any context.
+ */
+int sroce_ah_path(struct sroce_dev *sdev, u32 ah_num, struct sroce_av *av);
 
 void sroce_ah_table_init(struct sroce_dev *sdev);
 void sroce_ah_table_fini(struct sroce_dev *sdev);

@@ -39,6 +39,8 @@ struct sroce_cq {
 	u32 consumer;		/* kernel CQs: private consumer */
 	u8 notify;		/* 0 or IB_CQ_NEXT_COMP / IB_CQ_SOLICITED */
 	bool overflowed;	/* a CQE was lost: CQ is in error */
+	bool comp_pending;	/* completion handler call owed */
+	bool err_pending;	/* IB_EVENT_CQ_ERR owed */
 	bool is_user;
 };
 
@@ -70,7 +72,7 @@ void sroce_cq_notify(struct sroce_cq *cq);
 
 /* Verbs. */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    sroce_create_cq_arg_t *arg);
+		    struct sroce_create_cq_arg *arg);
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);

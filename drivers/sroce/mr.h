@@ -12,6 +12,7 @@
 #ifndef SROCE_MR_H
 #define SROCE_MR_H
 
+#include <linux/bits.h>
 #include <linux/refcount.h>
 #include <linux/completion.h>
 #include <linux/rcupdate.h>
@@ -20,6 +21,8 @@
 
 struct sk_buff;
 struct sroce_dev;
+
+#define SROCE_MAX_MR_SIZE	BIT_ULL(40)
 
 enum sroce_mr_type {
 	SROCE_MR_USER,		/* ib_umem pages */
@@ -64,9 +67,12 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 			      u32 key, u64 addr, u64 len, int access);
 void sroce_mr_put(struct sroce_mr *mr);
 
-/* Copy between a kernel buffer and [iova, iova + len) of a looked-up MR. */
-void sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len);
-void sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len);
+/*
+ * Copy between a kernel buffer and [iova, iova + len) of a looked-up MR.
+ * -EFAULT: a DMA MR address that maps no memory.
+ */
+int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len);
+int sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len);
 
 /* Copy @len bytes at @skb_off of @skb into the MR at @iova. */
 int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
@@ -84,11 +90,11 @@ int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 /*
  * 64-bit atomic on the MR at @iova (8-byte aligned, checked by the
  * caller): compare-and-swap when @cmp_swap, else fetch-and-add. Atomic
- * against the CPU and against every other sroce atomic. Returns the
- * original value.
+ * against the CPU and against every other sroce atomic. Stores the
+ * original value in *@orig; returns 0 or -EFAULT.
  */
-u64 sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
-		    u64 compare_add, u64 swap);
+int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare_add, u64 swap, u64 *orig);
 
 /*
  * Scatter/gather lists (validated kernel copies of WQE SGEs). Byte
@@ -106,6 +112,14 @@ int sroce_sgl_write(struct sroce_dev *sdev, struct ib_pd *pd,
 int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
 			 const struct sroce_sge *sgl, u32 num_sge, u32 offset,
 			 struct sk_buff *skb, u32 len, bool zcopy);
+
+/*
+ * Page references a zero-copy append of [offset, offset + len) would take
+ * (an upper bound), or a negative errno as above.
+ */
+int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+		    u32 len);
 
 /* Sum of SGE lengths, or -EMSGSIZE beyond 2^31 (the IB message limit). */
 int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);

@@ -43,22 +43,32 @@ struct sroce_swqe {
 	u64 wr_id;
 	u8 opcode;		/* enum ib_wr_opcode */
 	u8 state;		/* enum sroce_swqe_state */
-	u16 send_flags;		/* IB_SEND_* */
+	u8 status;		/* enum ib_wc_status to complete with */
+	u8 flags;		/* SROCE_SWQE_F_* */
+	u32 send_flags;		/* IB_SEND_* */
 	u32 num_sge;		/* SGEs in data[]; 0 for inline */
 	u32 length;		/* message payload bytes */
 	union {
 		__be32 imm_data;
 		u32 invalidate_rkey;
 	} ex;
-	u64 remote_addr;
 	u32 rkey;
-	u32 first_psn;		/* valid once the WQE was started */
-	u32 last_psn;
+	u64 remote_addr;
 	u64 compare_add;
 	u64 swap;
+	/* UD */
+	u32 ah_num;
+	u32 remote_qpn;
+	u32 remote_qkey;
+	/* PSNs of the first and last request packet, set when started */
+	u32 first_psn;
+	u32 last_psn;
 	/* num_sge struct sroce_sge, or length bytes of inline data */
 	u8 data[] __aligned(8);
 };
+
+#define SROCE_SWQE_F_INLINE	BIT(0)
+#define SROCE_SWQE_F_RD_ATOMIC	BIT(1)	/* READ or atomic: has responses */
 
 enum sroce_swqe_state {
 	SROCE_SWQE_QUEUED,	/* validated, not started */
@@ -121,6 +131,7 @@ struct sroce_req {
 	u32 cur;		/* SQ counter of the WQE to send next */
 	u32 offset;		/* its payload bytes already sent */
 	u32 psn;		/* PSN of the next request packet */
+	u32 psn_max;		/* one past the last PSN of a started WQE */
 	u32 noack;		/* packets sent since the last AckReq */
 	u32 rd_atomic;		/* READ/atomic WQEs in flight */
 	/* bits of run_flags: atomic, not under the lock */
@@ -128,7 +139,7 @@ struct sroce_req {
 	struct work_struct work;	/* runs the requester from process ctx */
 };
 
-/* Completer: acknowledgement and timer state. Under qp->sq_lock. */
+/* Completer: acknowledgment and timer state. Under qp->sq_lock. */
 struct sroce_comp {
 	u32 psn;		/* oldest unacknowledged request PSN */
 	u8 retry_left;
@@ -182,12 +193,12 @@ struct sroce_qp {
 	struct sroce_sq sq;
 	struct sroce_req req;
 	struct sroce_comp comp;
-	spinlock_t sq_post_lock;
+	spinlock_t sq_post_lock;	/* sq.kproducer */
 
 	/* rq_lock protects rq.consumer: responder pops, flushes. */
 	spinlock_t rq_lock;
 	struct sroce_rq rq;
-	spinlock_t rq_post_lock;
+	spinlock_t rq_post_lock;	/* rq.kproducer */
 
 	struct sroce_resp_state resp;
 };
@@ -209,11 +220,17 @@ static inline u32 sroce_qp_mtu(const struct sroce_qp *qp)
 
 /*
  * Find the QP with this QPN and take a reference, or NULL. Any context.
- * QPNs 0 and 1 (SMI/GSI) never resolve: RoCE has no SMI and sroce does not
- * carry MADs over its GSI.
+ * QPN 1 is the GSI QP (ib_mad's, for the CM); QPN 0 never resolves (RoCE
+ * has no SMI). Other QPNs are allocated cyclically from 16.
  */
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);
+
+/*
+ * The ib_qp of a QPN without taking a reference, for kernel consumers'
+ * struct ib_wc (they destroy a QP only after reaping its completions).
+ */
+struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn);
 
 /*
  * Move @qp to the error state: stop the requester, flush every SQ and RQ
@@ -250,9 +267,58 @@ bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 void sroce_req_run(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 
-/* Per-device QP table (qp.c), from the device's init/cleanup hooks. */
-void sroce_qp_table_init(struct sroce_dev *sdev);
-void sroce_qp_table_fini(struct sroce_dev *sdev);
+/* Per-device object tables (qp.c, mr.c, ah.c), from main.c's hooks. */
+int sroce_transport_dev_init(struct sroce_dev *sdev);
+void sroce_transport_dev_cleanup(struct sroce_dev *sdev);
+
+/* ---- internal to qp.c, req.c and comp.c ---- */
+
+static inline struct sroce_swqe *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
+{
+	return qp->sq.shadow +
+	       (size_t)(idx & (qp->sq.queue.num_entries - 1)) *
+	       qp->sq.shadow_stride;
+}
+
+/*
+ * Completion bookkeeping of one pass: CQs whose handler is owed, called
+ * by sroce_comp_notify() once the caller dropped its locks.
+ */
+struct sroce_comp_notify {
+	bool send_cq;
+	bool recv_cq;
+	bool flush_rq;		/* the QP entered the error state */
+	bool qp_fatal;		/* IB_EVENT_QP_FATAL */
+	bool sq_drained;	/* IB_EVENT_SQ_DRAINED */
+};
+
+/* Flush the RQ if needed, call handlers, raise events; no QP lock held. */
+void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n);
+/* Post a send-side completion for @wqe (sq_lock held); -ENOSPC: overrun. */
+int sroce_comp_post(struct sroce_qp *qp, struct sroce_swqe *wqe,
+		    enum ib_wc_status status, struct sroce_comp_notify *n);
+/* Retire DONE WQEs in order from the SQ tail (sq_lock held). */
+void sroce_comp_retire(struct sroce_qp *qp, struct sroce_comp_notify *n);
+/* Enter the error state and flush the SQ (sq_lock held). */
+void sroce_qp_error_locked(struct sroce_qp *qp, struct sroce_comp_notify *n);
+/* Flush the RQ (no QP lock held but possibly resp.lock). */
+void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n);
+/* Copy newly posted WQEs into the shadow (sq_lock held). */
+int sroce_sq_fetch(struct sroce_qp *qp);
+/* Restart transmission at @psn (sq_lock held). */
+void sroce_req_go_back(struct sroce_qp *qp, u32 psn);
+/* Stop and arm the completer's timers (sq_lock held). */
+void sroce_comp_arm_retrans(struct sroce_qp *qp);
+void sroce_comp_timers_init(struct sroce_qp *qp);
+void sroce_comp_timers_stop(struct sroce_qp *qp, bool final);
+void sroce_comp_reset(struct sroce_qp *qp);
+void sroce_req_init(struct sroce_qp *qp);
+
+/* post_send (kernel QPs, or the doorbell of user QPs), post_recv. */
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
 
 /*
  * Every verb of the transport objects (QP, CQ, MR, AH) and the driver

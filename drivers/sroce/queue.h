@@ -22,6 +22,7 @@
 #include <rdma/sroce-abi.h>
 
 struct rdma_user_mmap_entry;
+struct ib_udata;
 
 struct sroce_queue {
 	struct sroce_ring_ctrl *ctrl;	/* start of the buffer */
@@ -48,40 +49,34 @@ static inline void *sroce_queue_slot(const struct sroce_queue *q, u32 index)
 	       (size_t)(index & (q->num_entries - 1)) * q->stride;
 }
 
-/* Counters written by the other side: acquire, so slots read after it. */
 static inline u32 sroce_queue_load_producer(const struct sroce_queue *q)
 {
+	/* pairs with the producer's release: slots read after are filled */
 	return smp_load_acquire(&q->ctrl->producer);
 }
 
 static inline u32 sroce_queue_load_consumer(const struct sroce_queue *q)
 {
+	/* pairs with the consumer's release: returned slots are done with */
 	return smp_load_acquire(&q->ctrl->consumer);
 }
 
-/* Counters the kernel owns: release, so slot contents are visible first. */
 static inline void sroce_queue_publish_producer(struct sroce_queue *q, u32 v)
 {
+	/* slot contents become visible before the counter that covers them */
 	smp_store_release(&q->ctrl->producer, v);
 }
 
 static inline void sroce_queue_publish_consumer(struct sroce_queue *q, u32 v)
 {
+	/* reads of returned slots are complete before the slots are reused */
 	smp_store_release(&q->ctrl->consumer, v);
 }
 
-/*
- * Number of slots the other side has produced past @consumer, or a value
- * above num_entries when its counter is impossible (a bug or an attack:
- * the caller treats it as a fatal queue error).
- */
-static inline u32 sroce_queue_count(const struct sroce_queue *q, u32 producer,
-				    u32 consumer)
-{
-	return producer - consumer;
-}
-
 int sroce_queue_init(struct sroce_queue *q, u32 num_entries, u32 stride);
+/* Make a user ring mappable and describe it in @info (mmap_len == 0: none). */
+int sroce_queue_mmap(struct sroce_queue *q, struct ib_udata *udata,
+		     struct sroce_queue_info *info);
 void sroce_queue_free(struct sroce_queue *q);
 
 #endif /* SROCE_QUEUE_H */

@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory regions, their keys, and every copy between MR memory and
+ * buffers or packets. Locking and lifetime: struct sroce_mr (mr.h). The
+ * key table (sdev->mr_xa) locks itself; lookups run under RCU.
+ */
+
+#include <linux/mm.h>
+#include <linux/highmem.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/skbuff.h>
+#include <linux/net.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_umem.h>
+
+#include "sroce.h"
+#include "net.h"
+#include "mr.h"
+
+#define SROCE_MR_INDEX_BITS	24
+#define SROCE_MR_INDEX_MAX	(BIT(SROCE_MR_INDEX_BITS) - 1)
+#define SROCE_MR_RANDOM_TRIES	8
+
+/* Access flags a registration may ask for; the rest are refused. */
+#define SROCE_MR_ACCESS_SUPPORTED \
+	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+	 IB_ACCESS_RELAXED_ORDERING)
+
+void sroce_mr_table_init(struct sroce_dev *sdev)
+{
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
+}
+
+void sroce_mr_table_fini(struct sroce_dev *sdev)
+{
+	WARN_ON(!xa_empty(&sdev->mr_xa));
+	xa_destroy(&sdev->mr_xa);
+}
+
+/*
+ * Give @mr a key: a random free index (a sequential fallback only when the
+ * table is nearly full) and a random key byte.
+ */
+static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	u32 index;
+	int i, err;
+
+	for (i = 0; i < SROCE_MR_RANDOM_TRIES; i++) {
+		index = get_random_u32_below(SROCE_MR_INDEX_MAX) + 1;
+		err = xa_insert(&sdev->mr_xa, index, mr, GFP_KERNEL);
+		if (err != -EBUSY)
+			break;
+	}
+	if (err == -EBUSY)
+		err = xa_alloc(&sdev->mr_xa, &index, mr,
+			       XA_LIMIT(1, SROCE_MR_INDEX_MAX), GFP_KERNEL);
+	if (err)
+		return err;
+	mr->ibmr.lkey = index << 8 | get_random_u8();
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return 0;
+}
+
+static struct sroce_mr *sroce_mr_alloc(struct ib_pd *ibpd, int access)
+{
+	struct sroce_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+
+	if (!mr)
+		return NULL;
+	mr->ibmr.pd = ibpd;
+	mr->access = access;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	return mr;
+}
+
+static void sroce_mr_free(struct sroce_mr *mr)
+{
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	kvfree(mr->pages);
+	kfree_rcu(mr, rcu);
+}
+
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = sroce_mr_alloc(ibpd, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_DMA;
+	mr->length = U64_MAX;
+	err = sroce_mr_insert(sdev, mr);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+/* The pinned pages in address order, for O(1) iova lookups. */
+static int sroce_mr_collect_pages(struct sroce_mr *mr)
+{
+	struct sg_table *sgt = &mr->umem->sgt_append.sgt;
+	struct sg_page_iter iter;
+	unsigned long n = 0, max;
+
+	max = (ib_umem_offset(mr->umem) + mr->length + PAGE_SIZE - 1) >>
+	      PAGE_SHIFT;
+	mr->pages = kvmalloc_array(max, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+	for_each_sgtable_page(sgt, &iter, 0) {
+		if (n == max)
+			break;
+		mr->pages[n++] = sg_page_iter_page(&iter);
+	}
+	if (n != max)
+		return -EFAULT;
+	mr->npages = n;
+	mr->page_offset = ib_umem_offset(mr->umem);
+	return 0;
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > SROCE_MAX_MR_SIZE)
+		return ERR_PTR(-EINVAL);
+	mr = sroce_mr_alloc(ibpd, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_USER;
+	mr->iova = iova;
+	mr->length = length;
+
+	/* Pins and charges RLIMIT_MEMLOCK (pinned_vm) for us. */
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		mr->umem = NULL;
+		goto err_free;
+	}
+	err = sroce_mr_collect_pages(mr);
+	if (err)
+		goto err_free;
+	err = sroce_mr_insert(sdev, mr);
+	if (err)
+		goto err_free;
+	return &mr->ibmr;
+
+err_free:
+	sroce_mr_free(mr);
+	return ERR_PTR(err);
+}
+
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibmr->device);
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	xa_erase(&sdev->mr_xa, ibmr->lkey >> 8);
+	/* Copies in flight hold references; they are short. */
+	sroce_mr_put(mr);
+	wait_for_completion(&mr->released);
+	sroce_mr_free(mr);
+	return 0;
+}
+
+void sroce_mr_put(struct sroce_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->released);
+}
+
+static bool sroce_mr_contains(const struct sroce_mr *mr, u64 addr, u64 len)
+{
+	if (addr + len < addr)
+		return false;
+	return addr >= mr->iova && len <= mr->length &&
+	       addr - mr->iova <= mr->length - len;
+}
+
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
+			      u32 key, u64 addr, u64 len, int access)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> 8);
+	if (!mr || mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	rcu_read_unlock();
+	if (!mr)
+		return NULL;
+
+	if (mr->ibmr.pd != pd || (mr->access & access) != access ||
+	    !sroce_mr_contains(mr, addr, len)) {
+		sroce_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/*
+ * The page holding @iova and the offset in it; NULL for a kernel address
+ * that maps no page (a bad address from a DMA MR user).
+ */
+static struct page *sroce_mr_page(const struct sroce_mr *mr, u64 iova,
+				  unsigned int *off)
+{
+	if (mr->type == SROCE_MR_USER) {
+		u64 byte = iova - mr->iova + mr->page_offset;
+
+		*off = byte & ~PAGE_MASK;
+		return mr->pages[byte >> PAGE_SHIFT];
+	}
+
+	*off = offset_in_page(iova);
+	if (is_vmalloc_addr((void *)(uintptr_t)iova))
+		return vmalloc_to_page((void *)(uintptr_t)iova);
+	if (virt_addr_valid((void *)(uintptr_t)iova))
+		return virt_to_page((void *)(uintptr_t)iova);
+	return NULL;
+}
+
+/* One contiguous piece of MR memory within a page. */
+struct sroce_mr_chunk {
+	struct page *page;
+	unsigned int off;
+	unsigned int len;
+};
+
+static int sroce_mr_chunk(const struct sroce_mr *mr, u64 iova, u32 len,
+			  struct sroce_mr_chunk *c)
+{
+	c->page = sroce_mr_page(mr, iova, &c->off);
+	if (!c->page)
+		return -EFAULT;
+	c->len = min_t(u32, len, PAGE_SIZE - c->off);
+	return 0;
+}
+
+int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len)
+{
+	struct sroce_mr_chunk c;
+	void *va;
+
+	while (len) {
+		if (sroce_mr_chunk(mr, iova, len, &c))
+			return -EFAULT;
+		va = kmap_local_page(c.page);
+		memcpy(dst, va + c.off, c.len);
+		kunmap_local(va);
+		dst += c.len;
+		iova += c.len;
+		len -= c.len;
+	}
+	return 0;
+}
+
+int sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len)
+{
+	struct sroce_mr_chunk c;
+	void *va;
+
+	while (len) {
+		if (sroce_mr_chunk(mr, iova, len, &c))
+			return -EFAULT;
+		va = kmap_local_page(c.page);
+		memcpy(va + c.off, src, c.len);
+		kunmap_local(va);
+		src += c.len;
+		iova += c.len;
+		len -= c.len;
+	}
+	return 0;
+}
+
+int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
+		       const struct sk_buff *skb, int skb_off, u32 len)
+{
+	struct sroce_mr_chunk c;
+	void *va;
+	int err;
+
+	while (len) {
+		err = sroce_mr_chunk(mr, iova, len, &c);
+		if (err)
+			return err;
+		va = kmap_local_page(c.page);
+		err = skb_copy_bits(skb, skb_off, va + c.off, c.len);
+		kunmap_local(va);
+		if (err)
+			return err;
+		skb_off += c.len;
+		iova += c.len;
+		len -= c.len;
+	}
+	return 0;
+}
+
+/* Page references the zero-copy path of @len bytes at @iova would need. */
+static unsigned int sroce_mr_frags(const struct sroce_mr *mr, u64 iova,
+				   u32 len)
+{
+	u64 start = mr->type == SROCE_MR_USER ?
+		    iova - mr->iova + mr->page_offset : iova;
+
+	if (!len)
+		return 0;
+	return ((start + len - 1) >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
+}
+
+int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
+			u32 len, bool zcopy)
+{
+	struct sroce_mr_chunk c;
+	void *va;
+	int err;
+
+	while (len) {
+		err = sroce_mr_chunk(mr, iova, len, &c);
+		if (err)
+			return err;
+		if (zcopy && sendpage_ok(c.page)) {
+			err = sroce_net_add_page(skb, c.page, c.off, c.len);
+			if (err)
+				return err;
+		} else {
+			va = kmap_local_page(c.page);
+			memcpy(sroce_net_put_data(skb, c.len), va + c.off,
+			       c.len);
+			kunmap_local(va);
+		}
+		iova += c.len;
+		len -= c.len;
+	}
+	return 0;
+}
+
+int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare_add, u64 swap, u64 *orig)
+{
+	struct sroce_mr_chunk c;
+	atomic64_t *p;
+	void *va;
+
+	if (sroce_mr_chunk(mr, iova, sizeof(u64), &c))
+		return -EFAULT;
+	va = kmap_local_page(c.page);
+	p = va + c.off;
+	if (cmp_swap)
+		*orig = atomic64_cmpxchg(p, compare_add, swap);
+	else
+		*orig = atomic64_fetch_add(compare_add, p);
+	kunmap_local(va);
+	return 0;
+}
+
+int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge)
+{
+	u64 total = 0;
+	u32 i;
+
+	for (i = 0; i < num_sge; i++)
+		total += sgl[i].length;
+	return total > SROCE_MAX_MSG_SIZE ? -EMSGSIZE : (int)total;
+}
+
+/*
+ * Walk [offset, offset + len) of an SGE list, one MR-contiguous piece at a
+ * time: @fn gets the referenced MR, the address in it and the length.
+ */
+typedef int (*sroce_sgl_fn)(struct sroce_mr *mr, u64 addr, u32 len,
+			    void *ctx);
+
+static int sroce_sgl_walk(struct sroce_dev *sdev, struct ib_pd *pd,
+			  const struct sroce_sge *sgl, u32 num_sge,
+			  u32 offset, u32 len, int access, sroce_sgl_fn fn,
+			  void *ctx)
+{
+	struct sroce_mr *mr;
+	u32 i, n;
+	int err;
+
+	for (i = 0; i < num_sge && len; i++) {
+		if (offset >= sgl[i].length) {
+			offset -= sgl[i].length;
+			continue;
+		}
+		n = min(len, sgl[i].length - offset);
+		mr = sroce_mr_get(sdev, pd, sgl[i].lkey, sgl[i].addr + offset,
+				  n, access);
+		if (!mr)
+			return -EACCES;
+		err = fn(mr, sgl[i].addr + offset, n, ctx);
+		sroce_mr_put(mr);
+		if (err)
+			return err;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}
+
+struct sroce_sgl_skb_ctx {
+	struct sk_buff *skb;
+	int off;
+	bool zcopy;
+};
+
+static int sroce_sgl_write_skb_fn(struct sroce_mr *mr, u64 addr, u32 len,
+				  void *ctx)
+{
+	struct sroce_sgl_skb_ctx *c = ctx;
+	int err = sroce_mr_write_skb(mr, addr, c->skb, c->off, len);
+
+	c->off += len;
+	return err ? -EACCES : 0;
+}
+
+int sroce_sgl_write_skb(struct sroce_dev *sdev, struct ib_pd *pd,
+			const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+			const struct sk_buff *skb, int skb_off, u32 len)
+{
+	struct sroce_sgl_skb_ctx c = {
+		.skb = (struct sk_buff *)skb,
+		.off = skb_off,
+	};
+
+	return sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len,
+			      IB_ACCESS_LOCAL_WRITE, sroce_sgl_write_skb_fn, &c);
+}
+
+static int sroce_sgl_write_fn(struct sroce_mr *mr, u64 addr, u32 len,
+			      void *ctx)
+{
+	const u8 **src = ctx;
+
+	if (sroce_mr_write(mr, addr, *src, len))
+		return -EACCES;
+	*src += len;
+	return 0;
+}
+
+int sroce_sgl_write(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+		    const void *src, u32 len)
+{
+	return sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len,
+			      IB_ACCESS_LOCAL_WRITE, sroce_sgl_write_fn, &src);
+}
+
+static int sroce_sgl_append_fn(struct sroce_mr *mr, u64 addr, u32 len,
+			       void *ctx)
+{
+	struct sroce_sgl_skb_ctx *c = ctx;
+	int err = sroce_mr_append_skb(mr, addr, c->skb, len, c->zcopy);
+
+	return err == -EFAULT ? -EACCES : err;
+}
+
+int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
+			 const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+			 struct sk_buff *skb, u32 len, bool zcopy)
+{
+	struct sroce_sgl_skb_ctx c = { .skb = skb, .zcopy = zcopy };
+
+	return sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len, 0,
+			      sroce_sgl_append_fn, &c);
+}
+
+static int sroce_sgl_frags_fn(struct sroce_mr *mr, u64 addr, u32 len,
+			      void *ctx)
+{
+	*(unsigned int *)ctx += sroce_mr_frags(mr, addr, len);
+	return 0;
+}
+
+int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
+		    u32 len)
+{
+	unsigned int frags = 0;
+	int err;
+
+	err = sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len, 0,
+			     sroce_sgl_frags_fn, &frags);
+	return err ? err : frags;
+}

@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Queue pairs: creation with their rings, the state machine of modify_qp,
+ * query, destroy, the receive queue (post_recv, the responder's peek and
+ * complete, flush) and asynchronous events. Locking: struct sroce_qp.
+ */
+
+#include <linux/log2.h>
+#include <linux/minmax.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce.h"
+#include "qp.h"
+#include "cq.h"
+#include "mr.h"
+#include "ah.h"
+#include "psn.h"
+
+#define SROCE_QPN_MIN		16
+#define SROCE_QPN_MAX		0xffffff
+#define SROCE_GSI_QPN		1
+
+int sroce_transport_dev_init(struct sroce_dev *sdev)
+{
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	sdev->qpn_next = SROCE_QPN_MIN;
+	sroce_mr_table_init(sdev);
+	sroce_ah_table_init(sdev);
+	return 0;
+}
+
+void sroce_transport_dev_cleanup(struct sroce_dev *sdev)
+{
+	sroce_ah_table_fini(sdev);
+	sroce_mr_table_fini(sdev);
+	WARN_ON(!xa_empty(&sdev->qp_xa));
+	xa_destroy(&sdev->qp_xa);
+}
+
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qp_xa, qpn);
+	rcu_read_unlock();
+	return qp ? &qp->ibqp : NULL;
+}
+
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* ---- creation ---- */
+
+static int sroce_qp_check_caps(const struct ib_qp_init_attr *init)
+{
+	const struct ib_qp_cap *cap = &init->cap;
+
+	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
+	    cap->max_recv_wr > SROCE_MAX_QP_WR ||
+	    cap->max_send_sge > SROCE_MAX_SGE ||
+	    cap->max_recv_sge > SROCE_MAX_SGE ||
+	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * SQ ring: a power of two of at least max_send_wr slots (at least one),
+ * each a 64-byte header and room for max_send_sge SGEs or max_inline_data
+ * bytes, rounded up to a 64-byte multiple. What the rounding gives for free
+ * is reported back in the caps.
+ */
+static int sroce_qp_init_sq(struct sroce_qp *qp, struct ib_qp_cap *cap)
+{
+	struct sroce_sq *sq = &qp->sq;
+	u32 entries, data, stride;
+	int err;
+
+	entries = roundup_pow_of_two(max(cap->max_send_wr, 1U));
+	data = max3(cap->max_send_sge * (u32)sizeof(struct sroce_sge),
+		    cap->max_inline_data, (u32)sizeof(struct sroce_sge));
+	stride = ALIGN(SROCE_SEND_WQE_HDR_SIZE + data, 64);
+	sq->max_sge = min_t(u32, (stride - SROCE_SEND_WQE_HDR_SIZE) /
+			    sizeof(struct sroce_sge), SROCE_MAX_SGE);
+	sq->max_inline = min_t(u32, stride - SROCE_SEND_WQE_HDR_SIZE,
+			       SROCE_MAX_INLINE_DATA);
+
+	err = sroce_queue_init(&sq->queue, entries, stride);
+	if (err)
+		return err;
+	sq->shadow_stride = ALIGN(sizeof(struct sroce_swqe) +
+				  max_t(u32, sq->max_sge *
+					sizeof(struct sroce_sge),
+					sq->max_inline), 8);
+	sq->shadow = kvcalloc(entries, sq->shadow_stride, GFP_KERNEL);
+	if (!sq->shadow) {
+		sroce_queue_free(&sq->queue);
+		return -ENOMEM;
+	}
+	cap->max_send_wr = entries;
+	cap->max_send_sge = sq->max_sge;
+	cap->max_inline_data = sq->max_inline;
+	return 0;
+}
+
+static void sroce_qp_free_sq(struct sroce_qp *qp)
+{
+	kvfree(qp->sq.shadow);
+	sroce_queue_free(&qp->sq.queue);
+}
+
+static int sroce_qp_init_rq(struct sroce_qp *qp, struct ib_qp_cap *cap)
+{
+	struct sroce_rq *rq = &qp->rq;
+	u32 entries;
+	int err;
+
+	entries = roundup_pow_of_two(max(cap->max_recv_wr, 1U));
+	rq->max_sge = max(cap->max_recv_sge, 1U);
+	err = sroce_queue_init(&rq->queue, entries, SROCE_RECV_WQE_HDR_SIZE +
+			       rq->max_sge * sizeof(struct sroce_sge));
+	if (err)
+		return err;
+	cap->max_recv_wr = entries;
+	cap->max_recv_sge = rq->max_sge;
+	return 0;
+}
+
+static int sroce_qp_alloc_qpn(struct sroce_dev *sdev, struct sroce_qp *qp)
+{
+	u32 qpn;
+	int err;
+
+	if (qp->ibqp.qp_type == IB_QPT_GSI) {
+		/* Reserved until the QP is ready, then published. */
+		err = xa_insert(&sdev->qp_xa, SROCE_GSI_QPN, NULL, GFP_KERNEL);
+		if (err)
+			return err;
+		qp->ibqp.qp_num = SROCE_GSI_QPN;
+		return 0;
+	}
+	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
+			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MAX),
+			      &sdev->qpn_next, GFP_KERNEL);
+	if (err < 0)
+		return err;
+	qp->ibqp.qp_num = qpn;
+	return 0;
+}
+
+static int sroce_qp_respond(struct sroce_qp *qp, struct ib_udata *udata)
+{
+	struct sroce_create_qp_resp resp = {};
+	int err;
+
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	err = sroce_queue_mmap(&qp->sq.queue, udata, &resp.sq);
+	if (err)
+		return err;
+	err = sroce_queue_mmap(&qp->rq.queue, udata, &resp.rq);
+	if (err)
+		return err;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			   struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	int err;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:
+		if (udata)
+			return -EINVAL;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen)
+		return -EINVAL;
+	err = sroce_qp_check_caps(init);
+	if (err)
+		return err;
+
+	qp->sdev = sdev;
+	qp->is_user = !!udata;
+	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->state = IB_QPS_RESET;
+	qp->attr.path_mtu = IB_MTU_1024;
+	qp->attr.mtu = ib_mtu_enum_to_int(IB_MTU_1024);
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	mutex_init(&qp->mutex);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->sq_post_lock);
+	spin_lock_init(&qp->rq_lock);
+	spin_lock_init(&qp->rq_post_lock);
+	sroce_req_init(qp);
+	sroce_comp_timers_init(qp);
+
+	err = sroce_qp_init_sq(qp, &init->cap);
+	if (err)
+		return err;
+	err = sroce_qp_init_rq(qp, &init->cap);
+	if (err)
+		goto err_sq;
+	err = sroce_av_cache_init(&qp->av, GFP_KERNEL);
+	if (err)
+		goto err_rq;
+	err = sroce_resp_init(qp);
+	if (err)
+		goto err_av;
+	err = sroce_qp_alloc_qpn(sdev, qp);
+	if (err)
+		goto err_resp;
+	if (udata) {
+		err = sroce_qp_respond(qp, udata);
+		if (err)
+			goto err_qpn;
+	}
+	/* Publish: packets can find the QP from here on (it is in RESET). */
+	xa_store(&sdev->qp_xa, ibqp->qp_num, qp, GFP_KERNEL);
+	return 0;
+
+err_qpn:
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+err_resp:
+	sroce_resp_cleanup(qp);
+err_av:
+	sroce_av_cache_destroy(&qp->av);
+err_rq:
+	sroce_queue_free(&qp->rq.queue);
+err_sq:
+	sroce_qp_free_sq(qp);
+	return err;
+}
+
+static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	WRITE_ONCE(qp->state, IB_QPS_RESET);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	/* No new lookups, then no lookup still racing, then no holder. */
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	synchronize_rcu();
+	sroce_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	sroce_comp_timers_stop(qp, true);
+	cancel_work_sync(&qp->req.work);
+	sroce_resp_cleanup(qp);
+	sroce_av_cache_destroy(&qp->av);
+	sroce_queue_free(&qp->rq.queue);
+	sroce_qp_free_sq(qp);
+	return 0;
+}
+
+/* ---- modify and query ---- */
+
+static u32 sroce_timeout_jiffies(u8 timeout)
+{
+	/* 4.096 us * 2^timeout; 0 means no timeout (IBTA 9.7.6.1.3). */
+	if (!timeout)
+		return 0;
+	return max_t(unsigned long, nsecs_to_jiffies(4096ULL << timeout), 1);
+}
+
+#define SROCE_QP_ACCESS_MASK \
+	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+static int sroce_qp_check_attr(struct sroce_qp *qp,
+			       const struct ib_qp_attr *attr, int mask)
+{
+	struct sroce_dev *sdev = qp->sdev;
+
+	if ((mask & IB_QP_PORT) && attr->port_num != SROCE_PORT)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		return -EINVAL;
+	if (mask & IB_QP_PATH_MTU) {
+		enum ib_mtu max = iboe_get_mtu(READ_ONCE(sdev->ndev->mtu));
+
+		if (attr->path_mtu < IB_MTU_256 || attr->path_mtu > max)
+			return -EINVAL;
+	}
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SROCE_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SROCE_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~SROCE_QP_ACCESS_MASK))
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SROCE_QPN_MAX)
+		return -EINVAL;
+	if ((mask & IB_QP_SQ_PSN) && attr->sq_psn > SROCE_PSN_MASK)
+		return -EINVAL;
+	if ((mask & IB_QP_RQ_PSN) && attr->rq_psn > SROCE_PSN_MASK)
+		return -EINVAL;
+	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Attributes only the connection's own messages use (under qp->mutex). */
+static void sroce_qp_apply_attr(struct sroce_qp *qp,
+				const struct ib_qp_attr *attr, int mask)
+{
+	struct sroce_qp_attrs *a = &qp->attr;
+
+	if (mask & IB_QP_QKEY)
+		WRITE_ONCE(a->qkey, attr->qkey);
+	if (mask & IB_QP_PATH_MTU) {
+		a->path_mtu = attr->path_mtu;
+		WRITE_ONCE(a->mtu, ib_mtu_enum_to_int(attr->path_mtu));
+	}
+	if (mask & IB_QP_ACCESS_FLAGS)
+		WRITE_ONCE(a->access_flags, attr->qp_access_flags);
+	if (mask & IB_QP_DEST_QPN)
+		WRITE_ONCE(a->dest_qpn, attr->dest_qp_num);
+	if (mask & IB_QP_TIMEOUT) {
+		a->timeout = attr->timeout;
+		WRITE_ONCE(qp->comp.timeout_jiffies,
+			   sroce_timeout_jiffies(attr->timeout));
+	}
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		WRITE_ONCE(a->min_rnr_timer, attr->min_rnr_timer);
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		WRITE_ONCE(a->max_rd_atomic, attr->max_rd_atomic);
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn;
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+}
+
+/* Empty both rings as RESET requires (the provider's counters stay). */
+static void sroce_qp_reset_rings(struct sroce_qp *qp)
+{
+	u32 prod;
+
+	prod = sroce_queue_load_producer(&qp->sq.queue);
+	qp->sq.tail = prod;
+	qp->sq.fetched = prod;
+	qp->sq.kproducer = prod;
+	sroce_queue_publish_consumer(&qp->sq.queue, prod);
+	sroce_comp_reset(qp);
+
+	spin_lock(&qp->rq_lock);
+	prod = sroce_queue_load_producer(&qp->rq.queue);
+	qp->rq.consumer = prod;
+	qp->rq.kproducer = prod;
+	sroce_queue_publish_consumer(&qp->rq.queue, prod);
+	spin_unlock(&qp->rq_lock);
+}
+
+/* The state change itself (sq_lock held). */
+static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
+			       enum ib_qp_state new, int mask,
+			       struct sroce_comp_notify *n)
+{
+	if (mask & IB_QP_SQ_PSN) {
+		qp->req.psn = qp->attr.sq_psn;
+		qp->req.psn_max = qp->attr.sq_psn;
+		qp->comp.psn = qp->attr.sq_psn;
+	}
+	if (new == IB_QPS_RTS && cur != IB_QPS_RTS) {
+		qp->comp.retry_left = qp->attr.retry_cnt;
+		qp->comp.rnr_left = qp->attr.rnr_retry;
+	}
+	if (new == IB_QPS_SQD)
+		qp->attr.sq_draining = 1;
+
+	switch (new) {
+	case IB_QPS_RESET:
+		WRITE_ONCE(qp->state, new);
+		sroce_qp_reset_rings(qp);
+		break;
+	case IB_QPS_ERR:
+		sroce_qp_error_locked(qp, n);
+		break;
+	default:
+		WRITE_ONCE(qp->state, new);
+		break;
+	}
+}
+
+static int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			   int mask, struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_comp_notify n = {};
+	enum ib_qp_state cur, new;
+	unsigned long flags;
+	int err;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen)
+		return -EINVAL;
+
+	mutex_lock(&qp->mutex);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	err = -EINVAL;
+	if (cur != qp->state && !(cur == IB_QPS_SQE && qp->state == IB_QPS_ERR))
+		goto out;
+	if (!ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask))
+		goto out;
+	err = sroce_qp_check_attr(qp, attr, mask);
+	if (err)
+		goto out;
+	if (mask & IB_QP_AV) {
+		err = sroce_av_from_ah_attr(qp->sdev, &attr->ah_attr, &qp->av);
+		if (err)
+			goto out;
+	}
+	err = sroce_resp_modify(qp, attr, mask);
+	if (err)
+		goto out;
+
+	sroce_qp_apply_attr(qp, attr, mask);
+	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
+		sroce_av_set_qpns(&qp->av, ibqp->qp_num, qp->attr.dest_qpn);
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	sroce_qp_set_state(qp, cur, new, mask, &n);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	if (new == IB_QPS_RESET)
+		sroce_comp_timers_stop(qp, false);
+out:
+	mutex_unlock(&qp->mutex);
+	sroce_comp_notify(qp, &n);
+	if (!err && (new == IB_QPS_RTS || new == IB_QPS_ERR))
+		sroce_req_run(qp);
+	return err;
+}
+
+static int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			  int mask, struct ib_qp_init_attr *init)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	const struct sroce_qp_attrs *a = &qp->attr;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+
+	mutex_lock(&qp->mutex);
+	attr->qp_state = sroce_qp_state(qp);
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mtu = a->path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qpn;
+	attr->qp_access_flags = a->access_flags;
+	attr->pkey_index = a->pkey_index;
+	attr->port_num = SROCE_PORT;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->sq_draining = attr->qp_state == IB_QPS_SQD && a->sq_draining;
+	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
+		sroce_av_to_ah_attr(&qp->av, &attr->ah_attr);
+	mutex_unlock(&qp->mutex);
+
+	attr->cap.max_send_wr = qp->sq.queue.num_entries;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_inline_data = qp->sq.max_inline;
+	attr->cap.max_recv_wr = qp->rq.queue.num_entries;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+
+	init->event_handler = ibqp->event_handler;
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	init->qp_type = ibqp->qp_type;
+	init->port_num = SROCE_PORT;
+	return 0;
+}
+
+/* ---- error ---- */
+
+void sroce_qp_error(struct sroce_qp *qp)
+{
+	struct sroce_comp_notify n = {};
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	sroce_qp_error_locked(qp, &n);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	sroce_comp_notify(qp, &n);
+}
+
+/* ---- receive queue ---- */
+
+/* Flushed receive completion, with rq_lock held. */
+static void sroce_rq_flush_one(struct sroce_qp *qp, u64 wr_id,
+			       struct sroce_comp_notify *n)
+{
+	struct sroce_cqe cqe = {
+		.wr_id = wr_id,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = SROCE_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+	};
+
+	sroce_cq_post_locked(to_scq(qp->ibqp.recv_cq), &cqe, false,
+			     &n->recv_cq);
+}
+
+void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n)
+{
+	struct sroce_rq *rq = &qp->rq;
+	const struct sroce_recv_wqe *slot;
+	unsigned long flags;
+	u32 prod;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (sroce_qp_state(qp) != IB_QPS_ERR)
+		goto out;
+	prod = sroce_queue_load_producer(&rq->queue);
+	if (prod - rq->consumer > rq->queue.num_entries) {
+		/* Corrupted by user space: nothing trustworthy to flush. */
+		rq->consumer = prod;
+	}
+	while (rq->consumer != prod) {
+		slot = sroce_queue_slot(&rq->queue, rq->consumer);
+		sroce_rq_flush_one(qp, READ_ONCE(slot->wr_id), n);
+		rq->consumer++;
+	}
+	sroce_queue_publish_consumer(&rq->queue, rq->consumer);
+out:
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe)
+{
+	struct sroce_rq *rq = &qp->rq;
+	const struct sroce_recv_wqe *slot;
+	unsigned long flags;
+	u32 prod, num_sge;
+	int len, err = 0;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	prod = sroce_queue_load_producer(&rq->queue);
+	if (prod == rq->consumer) {
+		err = -EAGAIN;
+		goto out;
+	}
+	if (prod - rq->consumer > rq->queue.num_entries) {
+		err = -EIO;
+		goto out;
+	}
+	slot = sroce_queue_slot(&rq->queue, rq->consumer);
+	wqe->wr_id = READ_ONCE(slot->wr_id);
+	num_sge = READ_ONCE(slot->num_sge);
+	if (num_sge > rq->max_sge) {
+		err = -EIO;
+		goto out;
+	}
+	memcpy(wqe->sge, (const u8 *)slot + SROCE_RECV_WQE_HDR_SIZE,
+	       num_sge * sizeof(struct sroce_sge));
+	len = sroce_sgl_length(wqe->sge, num_sge);
+	if (len < 0) {
+		err = -EIO;
+		goto out;
+	}
+	wqe->num_sge = num_sge;
+	wqe->length = len;
+	wqe->index = rq->consumer;
+out:
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return err;
+}
+
+bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
+		       const struct sroce_cqe *cqe, bool solicited)
+{
+	struct sroce_cq *cq = to_scq(qp->ibqp.recv_cq);
+	bool notify = false, done = false;
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (qp->rq.consumer == wqe->index) {
+		qp->rq.consumer++;
+		sroce_queue_publish_consumer(&qp->rq.queue, qp->rq.consumer);
+		err = sroce_cq_post_locked(cq, cqe, solicited, &notify);
+		done = true;
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+
+	if (notify)
+		sroce_cq_notify(cq);
+	if (err)
+		sroce_qp_error(qp);
+	return done;
+}
+
+/* Kernel consumers' receive WQE into the ring (rq_post_lock held). */
+static int sroce_post_one_recv(struct sroce_qp *qp, const struct ib_recv_wr *wr)
+{
+	struct sroce_rq *rq = &qp->rq;
+	struct sroce_recv_wqe *slot;
+	struct sroce_sge *sge;
+	int i;
+
+	if (wr->num_sge > rq->max_sge)
+		return -EINVAL;
+	if (rq->kproducer - sroce_queue_load_consumer(&rq->queue) >=
+	    rq->queue.num_entries)
+		return -ENOMEM;
+	slot = sroce_queue_slot(&rq->queue, rq->kproducer);
+	slot->wr_id = wr->wr_id;
+	slot->num_sge = wr->num_sge;
+	sge = (struct sroce_sge *)((u8 *)slot + SROCE_RECV_WQE_HDR_SIZE);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	rq->kproducer++;
+	return 0;
+}
+
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_comp_notify n = {};
+	unsigned long flags;
+	int err = 0;
+
+	if (qp->is_user)
+		return -EINVAL;
+	if (sroce_qp_state(qp) == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->rq_post_lock, flags);
+	for (; wr; wr = wr->next) {
+		err = sroce_post_one_recv(qp, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	sroce_queue_publish_producer(&qp->rq.queue, qp->rq.kproducer);
+	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
+
+	if (sroce_qp_state(qp) == IB_QPS_ERR) {
+		sroce_rq_flush(qp, &n);
+		sroce_comp_notify(qp, &n);
+	}
+	return err;
+}
+
+/* ---- the verbs of the transport objects ---- */
+
+const struct ib_device_ops sroce_transport_ops = {
+	.create_qp = sroce_create_qp,
+	.modify_qp = sroce_modify_qp,
+	.query_qp = sroce_query_qp,
+	.destroy_qp = sroce_destroy_qp,
+	.post_send = sroce_post_send,
+	.post_recv = sroce_post_recv,
+
+	.create_cq = sroce_create_cq,
+	.destroy_cq = sroce_destroy_cq,
+	.resize_cq = sroce_resize_cq,
+	.poll_cq = sroce_poll_cq,
+	.req_notify_cq = sroce_req_notify_cq,
+
+	.get_dma_mr = sroce_get_dma_mr,
+	.reg_user_mr = sroce_reg_user_mr,
+	.dereg_mr = sroce_dereg_mr,
+
+	.create_ah = sroce_create_ah,
+	.create_user_ah = sroce_create_ah,
+	.query_ah = sroce_query_ah,
+	.destroy_ah = sroce_destroy_ah,
+
+	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
+};

@@ -1,0 +1,760 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Requester: kernel consumers' post_send, the fetch of send WQEs from the
+ * SQ ring into validated shadows, and their segmentation into request
+ * packets (IBTA 9.4, 9.7.4.1).
+ *
+ * One context at a time builds and sends a QP's packets (the RUNNING bit
+ * of req.run_flags), whichever context asked: the doorbell or post_send
+ * (process), the completer when an ACK opens the window (softirq) or a
+ * timer. Packets are built under sq_lock in small batches and transmitted
+ * after it is dropped, so the lock is never held across the IP stack and
+ * packets of one QP leave in PSN order.
+ */
+
+#include <linux/bitops.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce.h"
+#include "qp.h"
+#include "mr.h"
+#include "ah.h"
+#include "psn.h"
+#include "wire.h"
+
+/* Request PSNs in flight before the requester waits for ACKs. */
+#define SROCE_MAX_UNACKED_PSNS	256
+/* An AckReq at least this often within long messages. */
+#define SROCE_ACKREQ_INTERVAL	32
+/* Packets built per hold of sq_lock. */
+#define SROCE_REQ_BATCH		16
+/* Payloads from this size on reference MR pages instead of copying. */
+#define SROCE_ZCOPY_MIN		512
+
+/* req.run_flags */
+enum {
+	SROCE_REQ_RUNNING,
+	SROCE_REQ_AGAIN,
+};
+
+#define SROCE_SEND_FLAGS \
+	(IB_SEND_FENCE | IB_SEND_SIGNALED | IB_SEND_SOLICITED | IB_SEND_INLINE)
+
+static bool sroce_qp_is_rc(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC;
+}
+
+static bool sroce_qp_is_ud(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/* Largest UD payload: the netdev's MTU as an IB MTU. */
+static u32 sroce_ud_mtu(const struct sroce_qp *qp)
+{
+	return ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
+}
+
+/* ---- post_send of kernel consumers ---- */
+
+static int sroce_post_fill_inline(struct sroce_qp *qp,
+				  const struct ib_send_wr *wr,
+				  struct sroce_send_wqe *slot)
+{
+	u8 *dst = (u8 *)slot + SROCE_SEND_WQE_HDR_SIZE;
+	u32 total = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		u32 len = wr->sg_list[i].length;
+
+		if (len > qp->sq.max_inline - total)
+			return -EINVAL;
+		memcpy(dst + total, (void *)(uintptr_t)wr->sg_list[i].addr, len);
+		total += len;
+	}
+	slot->inline_len = total;
+	return 0;
+}
+
+static int sroce_post_fill_wr(const struct ib_send_wr *wr,
+			      struct sroce_send_wqe *slot)
+{
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		slot->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		slot->wr.rdma.rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		slot->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
+		slot->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
+		slot->wr.atomic.swap = atomic_wr(wr)->swap;
+		slot->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		break;
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (wr->opcode == IB_WR_SEND_WITH_INV)
+		slot->ex.invalidate_rkey = wr->ex.invalidate_rkey;
+	else
+		slot->ex.imm_data = wr->ex.imm_data;
+	return 0;
+}
+
+/* One kernel send WR into the ring (sq_post_lock held). */
+static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
+{
+	struct sroce_sq *sq = &qp->sq;
+	struct sroce_send_wqe *slot;
+	struct sroce_sge *sge;
+	int i, err;
+
+	if (sq->kproducer - sroce_queue_load_consumer(&sq->queue) >=
+	    sq->queue.num_entries)
+		return -ENOMEM;
+	if (!(wr->send_flags & IB_SEND_INLINE) && wr->num_sge > sq->max_sge)
+		return -EINVAL;
+
+	slot = sroce_queue_slot(&sq->queue, sq->kproducer);
+	memset(slot, 0, SROCE_SEND_WQE_HDR_SIZE);
+	slot->wr_id = wr->wr_id;
+	slot->opcode = wr->opcode;
+	slot->send_flags = wr->send_flags & SROCE_SEND_FLAGS;
+	err = sroce_post_fill_wr(wr, slot);
+	if (err)
+		return err;
+	if (sroce_qp_is_ud(qp)) {
+		slot->wr.ud.ah_num = to_sah(ud_wr(wr)->ah)->ah_num;
+		slot->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
+		slot->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
+	}
+
+	if (wr->send_flags & IB_SEND_INLINE) {
+		err = sroce_post_fill_inline(qp, wr, slot);
+		if (err)
+			return err;
+	} else {
+		slot->num_sge = wr->num_sge;
+		sge = (struct sroce_sge *)((u8 *)slot + SROCE_SEND_WQE_HDR_SIZE);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+	}
+	sq->kproducer++;
+	return 0;
+}
+
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state state;
+	unsigned long flags;
+	int err = 0;
+
+	/* A user QP's post_send without WRs is the provider's doorbell. */
+	if (qp->is_user) {
+		if (wr) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		sroce_req_run(qp);
+		return 0;
+	}
+
+	state = sroce_qp_state(qp);
+	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+	    state == IB_QPS_RTR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->sq_post_lock, flags);
+	for (; wr; wr = wr->next) {
+		err = sroce_post_one_send(qp, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	sroce_queue_publish_producer(&qp->sq.queue, qp->sq.kproducer);
+	spin_unlock_irqrestore(&qp->sq_post_lock, flags);
+
+	sroce_req_run(qp);
+	return err;
+}
+
+/* ---- fetch: ring slot to validated shadow ---- */
+
+static bool sroce_opcode_ok(const struct sroce_qp *qp, u32 opcode)
+{
+	switch (opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		return true;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return !sroce_qp_is_ud(qp);
+	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_SEND_WITH_INV:
+		return sroce_qp_is_rc(qp);
+	default:
+		return false;
+	}
+}
+
+static bool sroce_opcode_rd_atomic(u32 opcode)
+{
+	return opcode == IB_WR_RDMA_READ ||
+	       opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Every SGE must name a local MR of the QP's PD allowing this access. */
+static enum ib_wc_status sroce_swqe_check_sgl(struct sroce_qp *qp,
+					      struct sroce_swqe *wqe)
+{
+	int access = wqe->flags & SROCE_SWQE_F_RD_ATOMIC ?
+		     IB_ACCESS_LOCAL_WRITE : 0;
+	struct sroce_sge *sgl = sroce_swqe_sgl(wqe);
+	struct sroce_mr *mr;
+	u32 i;
+
+	for (i = 0; i < wqe->num_sge; i++) {
+		if (!sgl[i].length)
+			continue;
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sgl[i].lkey,
+				  sgl[i].addr, sgl[i].length, access);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		sroce_mr_put(mr);
+	}
+	return IB_WC_SUCCESS;
+}
+
+static enum ib_wc_status sroce_swqe_payload(struct sroce_qp *qp,
+					    struct sroce_swqe *wqe,
+					    const struct sroce_send_wqe *hdr,
+					    const u8 *slot_data)
+{
+	int len;
+
+	if (wqe->send_flags & IB_SEND_INLINE) {
+		if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC)
+			return IB_WC_LOC_QP_OP_ERR;
+		if (hdr->inline_len > qp->sq.max_inline)
+			return IB_WC_LOC_LEN_ERR;
+		memcpy(wqe->data, slot_data, hdr->inline_len);
+		wqe->length = hdr->inline_len;
+		wqe->flags |= SROCE_SWQE_F_INLINE;
+		return IB_WC_SUCCESS;
+	}
+	if (hdr->num_sge > qp->sq.max_sge)
+		return IB_WC_LOC_QP_OP_ERR;
+	wqe->num_sge = hdr->num_sge;
+	memcpy(wqe->data, slot_data, hdr->num_sge * sizeof(struct sroce_sge));
+	len = sroce_sgl_length(sroce_swqe_sgl(wqe), wqe->num_sge);
+	if (len < 0)
+		return IB_WC_LOC_LEN_ERR;
+	wqe->length = len;
+	return sroce_swqe_check_sgl(qp, wqe);
+}
+
+static enum ib_wc_status sroce_swqe_init(struct sroce_qp *qp,
+					 struct sroce_swqe *wqe,
+					 const struct sroce_send_wqe *hdr,
+					 const u8 *slot_data)
+{
+	enum ib_wc_status status;
+
+	if (!sroce_opcode_ok(qp, hdr->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	wqe->opcode = hdr->opcode;
+	if (sroce_opcode_rd_atomic(hdr->opcode))
+		wqe->flags |= SROCE_SWQE_F_RD_ATOMIC;
+	wqe->ex.imm_data = hdr->ex.imm_data;
+
+	switch (hdr->opcode) {
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->remote_addr = hdr->wr.atomic.remote_addr;
+		wqe->rkey = hdr->wr.atomic.rkey;
+		wqe->compare_add = hdr->wr.atomic.compare_add;
+		wqe->swap = hdr->wr.atomic.swap;
+		break;
+	default:
+		wqe->remote_addr = hdr->wr.rdma.remote_addr;
+		wqe->rkey = hdr->wr.rdma.rkey;
+		break;
+	}
+	if (sroce_qp_is_ud(qp)) {
+		wqe->ah_num = hdr->wr.ud.ah_num;
+		wqe->remote_qpn = hdr->wr.ud.remote_qpn & SROCE_BTH_QPN_MASK;
+		wqe->remote_qkey = hdr->wr.ud.remote_qkey;
+	}
+
+	status = sroce_swqe_payload(qp, wqe, hdr, slot_data);
+	if (status != IB_WC_SUCCESS)
+		return status;
+	if ((wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	     wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) &&
+	    wqe->length != sizeof(u64))
+		return IB_WC_LOC_LEN_ERR;
+	if (sroce_qp_is_ud(qp) && wqe->length > sroce_ud_mtu(qp))
+		return IB_WC_LOC_LEN_ERR;
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Copy the slot once (user space may rewrite it at any time), then decode
+ * and validate only the copy. A WQE that fails validation keeps its
+ * status and completes with it when the requester reaches it.
+ */
+static void sroce_sq_fetch_one(struct sroce_qp *qp, u32 idx)
+{
+	const u8 *slot = sroce_queue_slot(&qp->sq.queue, idx);
+	struct sroce_swqe *wqe = sroce_sq_shadow(qp, idx);
+	struct sroce_send_wqe hdr;
+
+	memcpy(&hdr, slot, sizeof(hdr));
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = hdr.wr_id;
+	wqe->send_flags = hdr.send_flags & SROCE_SEND_FLAGS;
+	wqe->state = SROCE_SWQE_QUEUED;
+	wqe->status = sroce_swqe_init(qp, wqe, &hdr,
+				      slot + SROCE_SEND_WQE_HDR_SIZE);
+}
+
+int sroce_sq_fetch(struct sroce_qp *qp)
+{
+	struct sroce_sq *sq = &qp->sq;
+	u32 prod = sroce_queue_load_producer(&sq->queue);
+
+	if (prod - sq->tail > sq->queue.num_entries)
+		return -EIO;
+	while (sq->fetched != prod) {
+		sroce_sq_fetch_one(qp, sq->fetched);
+		sq->fetched++;
+	}
+	return 0;
+}
+
+/* ---- packets ---- */
+
+static u8 sroce_req_opcode(const struct sroce_swqe *wqe, bool first,
+			   bool last)
+{
+	switch (wqe->opcode) {
+	case IB_WR_SEND:
+		return first ? (last ? SROCE_OP_RC_SEND_ONLY :
+				SROCE_OP_RC_SEND_FIRST) :
+			(last ? SROCE_OP_RC_SEND_LAST :
+			 SROCE_OP_RC_SEND_MIDDLE);
+	case IB_WR_SEND_WITH_IMM:
+		return first ? (last ? SROCE_OP_RC_SEND_ONLY_WITH_IMM :
+				SROCE_OP_RC_SEND_FIRST) :
+			(last ? SROCE_OP_RC_SEND_LAST_WITH_IMM :
+			 SROCE_OP_RC_SEND_MIDDLE);
+	case IB_WR_SEND_WITH_INV:
+		return first ? (last ? SROCE_OP_RC_SEND_ONLY_WITH_INV :
+				SROCE_OP_RC_SEND_FIRST) :
+			(last ? SROCE_OP_RC_SEND_LAST_WITH_INV :
+			 SROCE_OP_RC_SEND_MIDDLE);
+	case IB_WR_RDMA_WRITE:
+		return first ? (last ? SROCE_OP_RC_RDMA_WRITE_ONLY :
+				SROCE_OP_RC_RDMA_WRITE_FIRST) :
+			(last ? SROCE_OP_RC_RDMA_WRITE_LAST :
+			 SROCE_OP_RC_RDMA_WRITE_MIDDLE);
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return first ? (last ? SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMM :
+				SROCE_OP_RC_RDMA_WRITE_FIRST) :
+			(last ? SROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMM :
+			 SROCE_OP_RC_RDMA_WRITE_MIDDLE);
+	case IB_WR_RDMA_READ:
+		return SROCE_OP_RC_RDMA_READ_REQUEST;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return SROCE_OP_RC_COMPARE_SWAP;
+	default:
+		return SROCE_OP_RC_FETCH_ADD;
+	}
+}
+
+/* Transport bits of the opcode for the QP type (RC opcodes are 0x00..). */
+static u8 sroce_req_transport_opcode(const struct sroce_qp *qp, u8 rc_opcode)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_UC:
+		return rc_opcode | SROCE_OP_UC;
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		return rc_opcode == SROCE_OP_RC_SEND_ONLY ?
+		       SROCE_OP_UD_SEND_ONLY : SROCE_OP_UD_SEND_ONLY_WITH_IMM;
+	default:
+		return rc_opcode;
+	}
+}
+
+/* Description of the packet being built. */
+struct sroce_req_pkt {
+	struct sroce_av *av;
+	u8 opcode;
+	bool ackreq;
+	bool se;
+	u32 psn;
+	u32 offset;		/* of the payload in the message */
+	u32 payload;
+};
+
+/* Payload from the WQE's SGEs: by page reference when worthwhile. */
+static int sroce_req_fill_sgl(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			      struct sroce_req_pkt *p, struct sk_buff **skbp,
+			      unsigned int hdr_len)
+{
+	struct sroce_sge *sgl = sroce_swqe_sgl(wqe);
+	bool zcopy = false;
+	int frags, err;
+
+	if (p->payload >= SROCE_ZCOPY_MIN) {
+		frags = sroce_sgl_frags(qp->sdev, qp->ibqp.pd, sgl,
+					wqe->num_sge, p->offset, p->payload);
+		if (frags < 0)
+			return frags;
+		zcopy = frags < MAX_SKB_FRAGS;
+	}
+	*skbp = sroce_net_alloc_skb(qp->sdev, p->av, hdr_len,
+				    zcopy ? 0 : p->payload, GFP_ATOMIC);
+	if (!*skbp)
+		return -ENOMEM;
+	err = sroce_sgl_append_skb(qp->sdev, qp->ibqp.pd, sgl, wqe->num_sge,
+				   p->offset, *skbp, p->payload, zcopy);
+	if (err) {
+		kfree_skb(*skbp);
+		*skbp = NULL;
+	}
+	return err;
+}
+
+static int sroce_req_alloc(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			   struct sroce_req_pkt *p, struct sk_buff **skbp)
+{
+	unsigned int hdr_len = sroce_opinfo(p->opcode)->hdr_len;
+
+	if (!(sroce_op_flags(p->opcode) & SROCE_OPF_PAYLOAD) ||
+	    !(wqe->flags & SROCE_SWQE_F_INLINE))
+		return sroce_req_fill_sgl(qp, wqe, p, skbp, hdr_len);
+
+	*skbp = sroce_net_alloc_skb(qp->sdev, p->av, hdr_len, p->payload,
+				    GFP_ATOMIC);
+	if (!*skbp)
+		return -ENOMEM;
+	memcpy(sroce_net_put_data(*skbp, p->payload), wqe->data + p->offset,
+	       p->payload);
+	return 0;
+}
+
+static void sroce_req_headers(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			      const struct sroce_req_pkt *p, struct sk_buff *skb)
+{
+	const struct sroce_opcode_info *info = sroce_opinfo(p->opcode);
+	struct sroce_bth *bth = (struct sroce_bth *)skb->data;
+	void *h = skb->data;
+	u32 dest_qpn = sroce_qp_is_ud(qp) ? wqe->remote_qpn :
+					    READ_ONCE(qp->attr.dest_qpn);
+
+	sroce_bth_init(bth, p->opcode, p->se, sroce_pad_len(p->payload),
+		       SROCE_DEFAULT_PKEY, dest_qpn, p->ackreq, p->psn);
+
+	if (info->flags & SROCE_OPF_RETH) {
+		u32 len = wqe->opcode == IB_WR_RDMA_READ ?
+			  wqe->length - p->offset : wqe->length;
+
+		sroce_reth_set(h + info->offset[SROCE_EXT_RETH],
+			       wqe->remote_addr + p->offset, wqe->rkey, len);
+	}
+	if (info->flags & SROCE_OPF_ATMETH) {
+		bool cas = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+
+		sroce_atmeth_set(h + info->offset[SROCE_EXT_ATMETH],
+				 wqe->remote_addr, wqe->rkey,
+				 cas ? wqe->swap : wqe->compare_add,
+				 cas ? wqe->compare_add : 0);
+	}
+	if (info->flags & SROCE_OPF_IMMDT) {
+		struct sroce_immdt *imm = h + info->offset[SROCE_EXT_IMMDT];
+
+		imm->imm = wqe->ex.imm_data;
+	}
+	if (info->flags & SROCE_OPF_IETH)
+		sroce_ieth_set(h + info->offset[SROCE_EXT_IETH],
+			       wqe->ex.invalidate_rkey);
+	if (info->flags & SROCE_OPF_DETH) {
+		/* A Q_Key with the high bit set means the QP's own. */
+		u32 qkey = (wqe->remote_qkey & BIT(31)) ?
+			   READ_ONCE(qp->attr.qkey) : wqe->remote_qkey;
+
+		sroce_deth_set(h + info->offset[SROCE_EXT_DETH], qkey,
+			       qp->ibqp.qp_num);
+	}
+}
+
+/* Request packets of a WQE: one for READ and atomics (many responses). */
+static u32 sroce_wqe_npkts(const struct sroce_swqe *wqe, u32 mtu)
+{
+	if (wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD || !wqe->length)
+		return 1;
+	return DIV_ROUND_UP(wqe->length, mtu);
+}
+
+enum sroce_req_verdict {
+	SROCE_REQ_STOP,		/* nothing (more) to send now */
+	SROCE_REQ_PACKET,	/* *skbp is a packet to send */
+};
+
+/* May the WQE at req.cur start now? (RC ordering rules) */
+static bool sroce_req_may_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	u8 max_rd = max_t(u8, READ_ONCE(qp->attr.max_rd_atomic), 1);
+
+	if (sroce_qp_state(qp) != IB_QPS_RTS)
+		return false;
+	if (!sroce_qp_is_rc(qp))
+		return true;
+	if ((wqe->send_flags & IB_SEND_FENCE) && qp->req.rd_atomic)
+		return false;
+	if ((wqe->flags & SROCE_SWQE_F_RD_ATOMIC) &&
+	    qp->req.rd_atomic >= max_rd)
+		return false;
+	return true;
+}
+
+static void sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			    u32 mtu)
+{
+	struct sroce_req *req = &qp->req;
+
+	if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC)
+		req->rd_atomic++;
+	wqe->first_psn = req->psn;
+	wqe->last_psn = sroce_psn_add(req->psn, sroce_wqe_npkts(wqe, mtu) - 1);
+	wqe->state = SROCE_SWQE_STARTED;
+	req->offset = 0;
+	if (sroce_qp_is_rc(qp))
+		req->psn_max = sroce_psn_next(wqe->last_psn);
+}
+
+/* A WQE failed while being sent: it completes with @status in order. */
+static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			   enum ib_wc_status status,
+			   struct sroce_comp_notify *n)
+{
+	wqe->status = status;
+	if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC &&
+	    wqe->state != SROCE_SWQE_QUEUED)
+		qp->req.rd_atomic--;
+	wqe->state = SROCE_SWQE_DONE;
+	sroce_comp_retire(qp, n);
+}
+
+/* Advance past the packet just built. */
+static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			      const struct sroce_req_pkt *p, u32 mtu,
+			      struct sroce_comp_notify *n)
+{
+	struct sroce_req *req = &qp->req;
+	bool responses = wqe->flags & SROCE_SWQE_F_RD_ATOMIC;
+	u32 npkts = responses ? sroce_wqe_npkts(wqe, mtu) -
+				(p->offset / mtu) : 1;
+
+	req->psn = sroce_psn_add(req->psn, npkts);
+	req->offset = responses ? wqe->length : p->offset + p->payload;
+	if (p->ackreq)
+		req->noack = 0;
+	else
+		req->noack++;
+	if (req->offset < wqe->length)
+		return;
+
+	req->cur++;
+	req->offset = 0;
+	if (wqe->state != SROCE_SWQE_DONE)
+		wqe->state = SROCE_SWQE_SENT;
+	if (!sroce_qp_is_rc(qp)) {
+		/* Unreliable: complete once the last packet is built. */
+		wqe->state = SROCE_SWQE_DONE;
+		sroce_comp_retire(qp, n);
+	}
+}
+
+static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
+					    struct sroce_av *ud_av,
+					    struct sk_buff **skbp,
+					    struct sroce_comp_notify *n)
+{
+	struct sroce_req *req = &qp->req;
+	struct sroce_swqe *wqe = sroce_sq_shadow(qp, req->cur);
+	u32 mtu = sroce_qp_is_ud(qp) ? sroce_ud_mtu(qp) : sroce_qp_mtu(qp);
+	struct sroce_req_pkt p = { .av = &qp->av };
+	bool first, last;
+	int err;
+
+	if (wqe->status != IB_WC_SUCCESS) {
+		if (wqe->state != SROCE_SWQE_DONE)
+			sroce_req_fail(qp, wqe, wqe->status, n);
+		return SROCE_REQ_STOP;
+	}
+	if (sroce_qp_is_rc(qp) &&
+	    sroce_psn_diff(req->psn, qp->comp.psn) >= SROCE_MAX_UNACKED_PSNS)
+		return SROCE_REQ_STOP;
+	if (wqe->state == SROCE_SWQE_QUEUED) {
+		if (!sroce_req_may_start(qp, wqe))
+			return SROCE_REQ_STOP;
+		sroce_req_start(qp, wqe, mtu);
+	}
+	if (sroce_qp_is_ud(qp)) {
+		memset(ud_av, 0, sizeof(*ud_av));
+		if (sroce_ah_path(qp->sdev, wqe->ah_num, ud_av)) {
+			sroce_req_fail(qp, wqe, IB_WC_LOC_QP_OP_ERR, n);
+			return SROCE_REQ_STOP;
+		}
+		p.av = ud_av;
+	}
+
+	p.psn = req->psn;
+	p.offset = req->offset;
+	if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC) {
+		p.payload = 0;
+		first = true;
+		last = true;
+	} else {
+		p.payload = min(mtu, wqe->length - p.offset);
+		first = !p.offset;
+		last = p.offset + p.payload == wqe->length;
+	}
+	p.opcode = sroce_req_transport_opcode(qp,
+					      sroce_req_opcode(wqe, first, last));
+	p.ackreq = sroce_qp_is_rc(qp) && !(wqe->flags & SROCE_SWQE_F_RD_ATOMIC) &&
+		   (last || req->noack + 1 >= SROCE_ACKREQ_INTERVAL);
+	p.se = last && (wqe->send_flags & IB_SEND_SOLICITED) &&
+	       (wqe->opcode == IB_WR_SEND || wqe->opcode == IB_WR_SEND_WITH_IMM ||
+		wqe->opcode == IB_WR_SEND_WITH_INV ||
+		wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM);
+
+	err = sroce_req_alloc(qp, wqe, &p, skbp);
+	if (err == -ENOMEM)
+		return SROCE_REQ_STOP;	/* as if lost: the timer resends */
+	if (err) {
+		sroce_req_fail(qp, wqe, err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
+			       IB_WC_LOC_PROT_ERR, n);
+		return SROCE_REQ_STOP;
+	}
+	sroce_req_headers(qp, wqe, &p, *skbp);
+	sroce_req_advance(qp, wqe, &p, mtu, n);
+	return SROCE_REQ_PACKET;
+}
+
+/* Build up to @budget packets into @q (sq_lock held); how many. */
+static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
+			   int budget, struct sroce_av *ud_av,
+			   struct sroce_comp_notify *n)
+{
+	enum ib_qp_state state = sroce_qp_state(qp);
+	struct sk_buff *skb;
+	int built = 0;
+
+	if (state == IB_QPS_ERR) {
+		sroce_qp_error_locked(qp, n);
+		return 0;
+	}
+	if ((state != IB_QPS_RTS && state != IB_QPS_SQD) || qp->comp.rnr_wait)
+		return 0;
+	if (sroce_sq_fetch(qp)) {
+		n->qp_fatal = true;
+		sroce_qp_error_locked(qp, n);
+		return 0;
+	}
+	while (built < budget && qp->req.cur != qp->sq.fetched) {
+		if (sroce_req_one(qp, ud_av, &skb, n) != SROCE_REQ_PACKET)
+			break;
+		__skb_queue_tail(q, skb);
+		built++;
+	}
+	if (built && sroce_qp_is_rc(qp))
+		sroce_comp_arm_retrans(qp);
+	return built;
+}
+
+/* Send everything the queue, window and state allow now. */
+static void sroce_req_pass(struct sroce_qp *qp)
+{
+	/* UD packets each carry their own path: one per batch. */
+	int budget = sroce_qp_is_ud(qp) ? 1 : SROCE_REQ_BATCH;
+	struct sroce_comp_notify n;
+	struct sk_buff_head q;
+	struct sroce_av ud_av;
+	struct sk_buff *skb;
+	unsigned long flags;
+	int built;
+
+	__skb_queue_head_init(&q);
+	do {
+		memset(&n, 0, sizeof(n));
+		spin_lock_irqsave(&qp->sq_lock, flags);
+		built = sroce_req_build(qp, &q, budget, &ud_av, &n);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+		while ((skb = __skb_dequeue(&q)))
+			sroce_net_xmit(qp->sdev, sroce_qp_is_ud(qp) ?
+				       &ud_av : &qp->av, skb);
+		sroce_comp_notify(qp, &n);
+	} while (built == budget);
+}
+
+void sroce_req_run(struct sroce_qp *qp)
+{
+	struct sroce_req *req = &qp->req;
+
+	/* Transmit needs interrupts on; kernel consumers may post without. */
+	if (unlikely(irqs_disabled() || in_hardirq())) {
+		queue_work(system_highpri_wq, &req->work);
+		return;
+	}
+
+	set_bit(SROCE_REQ_AGAIN, &req->run_flags);
+	/* AGAIN is visible before RUNNING is tested; see below */
+	smp_mb__after_atomic();
+	if (test_and_set_bit_lock(SROCE_REQ_RUNNING, &req->run_flags))
+		return;	/* the running pass sees AGAIN */
+	do {
+		while (test_and_clear_bit(SROCE_REQ_AGAIN, &req->run_flags))
+			sroce_req_pass(qp);
+		clear_bit_unlock(SROCE_REQ_RUNNING, &req->run_flags);
+		/* RUNNING is clear before AGAIN is tested: no request is lost */
+		smp_mb__after_atomic();
+	} while (test_bit(SROCE_REQ_AGAIN, &req->run_flags) &&
+		 !test_and_set_bit_lock(SROCE_REQ_RUNNING, &req->run_flags));
+}
+
+static void sroce_req_work(struct work_struct *work)
+{
+	sroce_req_run(container_of(work, struct sroce_qp, req.work));
+}
+
+void sroce_req_init(struct sroce_qp *qp)
+{
+	INIT_WORK(&qp->req.work, sroce_req_work);
+}
