@@ -82,6 +82,7 @@ u32 sroce_icrc_compute(struct sk_buff *skb)
 		crc = sroce_icrc_data(skb, crc, from, to);
 	return ~crc;
 }
+
 SROCE_EXPORT_FOR_KUNIT(sroce_icrc_compute);
 
 int sroce_icrc_check(struct sk_buff *skb)
@@ -94,4 +95,5 @@ int sroce_icrc_check(struct sk_buff *skb)
 		return -EBADMSG;
 	return 0;
 }
+
 SROCE_EXPORT_FOR_KUNIT(sroce_icrc_check);

@@ -37,7 +37,7 @@
  * receive runs under rcu_read_lock()).
  */
 struct sroce_net {
-	struct mutex lock;
+	struct mutex lock;		/* see above */
 	unsigned int users;
 	struct socket *sock4;
 	struct socket *sock6;		/* NULL when IPv6 is disabled */
@@ -139,6 +139,7 @@ int sroce_net_parse(struct sk_buff *skb)
 	memset(pkt->transport_priv, 0, sizeof(pkt->transport_priv));
 	return 0;
 }
+
 SROCE_EXPORT_FOR_KUNIT(sroce_net_parse);
 
 static struct sroce_net_port *sroce_port_find(struct sroce_net *snet,
@@ -404,8 +405,9 @@ static struct pernet_operations sroce_net_ops = {
 	.size = sizeof(struct sroce_net),
 };
 
-int sroce_net_module_init(void)
+int __init sroce_net_module_init(void)
 {
+	sroce_wire_init();
 	return register_pernet_subsys(&sroce_net_ops);
 }
 
@@ -481,7 +483,7 @@ int sroce_av_from_ah_attr(struct sroce_dev *sdev,
 		av->sport = sroce_sport_from_flow(av->flow_label);
 	else
 		av->sport = sroce_sport_from_flow(jhash(&av->daddr,
-						       sizeof(av->daddr), 0));
+							sizeof(av->daddr), 0));
 	dst_cache_reset(&av->dst_cache);
 	return 0;
 }

@@ -104,7 +104,7 @@ struct sroce_av {
 	struct dst_cache dst_cache;
 };
 
-/* Module init/exit: register the per-namespace state. */
+/* Module init/exit: build the opcode table, register per-namespace state. */
 int sroce_net_module_init(void);
 void sroce_net_module_exit(void);
 

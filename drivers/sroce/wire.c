@@ -2,50 +2,13 @@
 /*
  * The opcode table and the AETH credit and RNR timer encodings.
  */
+#include <linux/cache.h>
+#include <linux/init.h>
 #include <linux/kernel.h>
 #include <linux/limits.h>
 
 #include "compat.h"
 #include "wire.h"
-
-/*
- * Extension header offsets follow from the flags: each header sits after
- * the BTH and every present header that precedes it in enum sroce_ext.
- */
-#define SROCE_EXT_SIZE(f, ext, len)	(((f) & BIT(ext)) ? (len) : 0)
-#define SROCE_OFF_DETH(f)	SROCE_BTH_LEN
-#define SROCE_OFF_FETH(f)	(SROCE_OFF_DETH(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_DETH, SROCE_DETH_LEN))
-#define SROCE_OFF_RETH(f)	(SROCE_OFF_FETH(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_FETH, SROCE_FETH_LEN))
-#define SROCE_OFF_ATMETH(f)	(SROCE_OFF_RETH(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_RETH, SROCE_RETH_LEN))
-#define SROCE_OFF_AETH(f)	(SROCE_OFF_ATMETH(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_ATMETH, SROCE_ATMETH_LEN))
-#define SROCE_OFF_ATMACK(f)	(SROCE_OFF_AETH(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_AETH, SROCE_AETH_LEN))
-#define SROCE_OFF_IMMDT(f)	(SROCE_OFF_ATMACK(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_ATMACK, SROCE_ATMACK_LEN))
-#define SROCE_OFF_IETH(f)	(SROCE_OFF_IMMDT(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_IMMDT, SROCE_IMMDT_LEN))
-#define SROCE_HDR_LEN(f)	(SROCE_OFF_IETH(f) + \
-				 SROCE_EXT_SIZE(f, SROCE_EXT_IETH, SROCE_IETH_LEN))
-
-#define OP(opcode, f) [SROCE_OP_##opcode] = {				\
-	.name = #opcode,						\
-	.flags = (f) | SROCE_OPF_VALID,					\
-	.hdr_len = SROCE_HDR_LEN(f),					\
-	.offset = {							\
-		[SROCE_EXT_DETH] = SROCE_OFF_DETH(f),			\
-		[SROCE_EXT_FETH] = SROCE_OFF_FETH(f),			\
-		[SROCE_EXT_RETH] = SROCE_OFF_RETH(f),			\
-		[SROCE_EXT_ATMETH] = SROCE_OFF_ATMETH(f),		\
-		[SROCE_EXT_AETH] = SROCE_OFF_AETH(f),			\
-		[SROCE_EXT_ATMACK] = SROCE_OFF_ATMACK(f),		\
-		[SROCE_EXT_IMMDT] = SROCE_OFF_IMMDT(f),			\
-		[SROCE_EXT_IETH] = SROCE_OFF_IETH(f),			\
-	},								\
-}
 
 #define F_ONLY		(SROCE_OPF_FIRST | SROCE_OPF_LAST)
 #define F_SEND		(SROCE_OPF_REQ | SROCE_OPF_SEND | SROCE_OPF_PAYLOAD | \
@@ -59,61 +22,138 @@
 			 F_ONLY)
 
 /*
- * RC and UC share SEND and RDMA WRITE; the opcode's transport bits tell
- * them apart. Unlisted opcodes are all-zero: not SROCE_OPF_VALID.
+ * Name and flags of every opcode sroce speaks; sroce_wire_init() adds
+ * SROCE_OPF_VALID, the header length and the extension header offsets.
+ * Unlisted opcodes (RD, XRC, reserved) stay all-zero: not valid.
  */
-#define SEND_WRITE_OPS(t)						\
-	OP(t##_SEND_FIRST, F_SEND | SROCE_OPF_FIRST),			\
-	OP(t##_SEND_MIDDLE, F_SEND | SROCE_OPF_MIDDLE),			\
-	OP(t##_SEND_LAST, F_SEND_LAST),					\
-	OP(t##_SEND_LAST_WITH_IMM, F_SEND_LAST | SROCE_OPF_IMMDT),	\
-	OP(t##_SEND_ONLY, F_SEND_ONLY),					\
-	OP(t##_SEND_ONLY_WITH_IMM, F_SEND_ONLY | SROCE_OPF_IMMDT),	\
-	OP(t##_RDMA_WRITE_FIRST, F_WRITE | SROCE_OPF_FIRST |		\
-				 SROCE_OPF_RETH),			\
-	OP(t##_RDMA_WRITE_MIDDLE, F_WRITE | SROCE_OPF_MIDDLE),		\
-	OP(t##_RDMA_WRITE_LAST, F_WRITE | SROCE_OPF_LAST),		\
-	OP(t##_RDMA_WRITE_LAST_WITH_IMM, F_WRITE | SROCE_OPF_LAST |	\
-					 F_WRITE_IMM),			\
-	OP(t##_RDMA_WRITE_ONLY, F_WRITE | F_ONLY | SROCE_OPF_RETH),	\
-	OP(t##_RDMA_WRITE_ONLY_WITH_IMM, F_WRITE | F_ONLY |		\
-					 SROCE_OPF_RETH | F_WRITE_IMM)
-
-const struct sroce_opcode_info sroce_opcode_info[SROCE_NUM_OPCODES] = {
-	SEND_WRITE_OPS(RC),
-	OP(RC_RDMA_READ_REQUEST, SROCE_OPF_REQ | SROCE_OPF_READ | F_ONLY |
-				 SROCE_OPF_RETH),
-	OP(RC_RDMA_READ_RESPONSE_FIRST, F_READ_RESP | SROCE_OPF_FIRST |
-					SROCE_OPF_AETH),
-	OP(RC_RDMA_READ_RESPONSE_MIDDLE, F_READ_RESP | SROCE_OPF_MIDDLE),
-	OP(RC_RDMA_READ_RESPONSE_LAST, F_READ_RESP | SROCE_OPF_LAST |
-				       SROCE_OPF_AETH),
-	OP(RC_RDMA_READ_RESPONSE_ONLY, F_READ_RESP | F_ONLY | SROCE_OPF_AETH),
-	OP(RC_ACKNOWLEDGE, SROCE_OPF_RESP | SROCE_OPF_ACK | F_ONLY |
-			   SROCE_OPF_AETH),
-	OP(RC_ATOMIC_ACKNOWLEDGE, SROCE_OPF_RESP | SROCE_OPF_ATOMIC | F_ONLY |
-				  SROCE_OPF_AETH | SROCE_OPF_ATMACK),
-	OP(RC_COMPARE_SWAP, F_ATOMIC),
-	OP(RC_FETCH_ADD, F_ATOMIC),
-	OP(RC_SEND_LAST_WITH_INV, F_SEND_LAST | SROCE_OPF_IETH),
-	OP(RC_SEND_ONLY_WITH_INV, F_SEND_ONLY | SROCE_OPF_IETH),
+struct sroce_opcode_info sroce_opcode_info[SROCE_NUM_OPCODES] __ro_after_init = {
+	[SROCE_OP_RC_SEND_FIRST] = { "RC_SEND_FIRST", F_SEND | SROCE_OPF_FIRST },
+	[SROCE_OP_RC_SEND_MIDDLE] = { "RC_SEND_MIDDLE", F_SEND | SROCE_OPF_MIDDLE },
+	[SROCE_OP_RC_SEND_LAST] = { "RC_SEND_LAST", F_SEND_LAST },
+	[SROCE_OP_RC_SEND_LAST_WITH_IMM] = {
+		"RC_SEND_LAST_WITH_IMM", F_SEND_LAST | SROCE_OPF_IMMDT },
+	[SROCE_OP_RC_SEND_ONLY] = { "RC_SEND_ONLY", F_SEND_ONLY },
+	[SROCE_OP_RC_SEND_ONLY_WITH_IMM] = {
+		"RC_SEND_ONLY_WITH_IMM", F_SEND_ONLY | SROCE_OPF_IMMDT },
+	[SROCE_OP_RC_RDMA_WRITE_FIRST] = {
+		"RC_RDMA_WRITE_FIRST", F_WRITE | SROCE_OPF_FIRST | SROCE_OPF_RETH },
+	[SROCE_OP_RC_RDMA_WRITE_MIDDLE] = {
+		"RC_RDMA_WRITE_MIDDLE", F_WRITE | SROCE_OPF_MIDDLE },
+	[SROCE_OP_RC_RDMA_WRITE_LAST] = {
+		"RC_RDMA_WRITE_LAST", F_WRITE | SROCE_OPF_LAST },
+	[SROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMM] = {
+		"RC_RDMA_WRITE_LAST_WITH_IMM",
+		F_WRITE | SROCE_OPF_LAST | F_WRITE_IMM },
+	[SROCE_OP_RC_RDMA_WRITE_ONLY] = {
+		"RC_RDMA_WRITE_ONLY", F_WRITE | F_ONLY | SROCE_OPF_RETH },
+	[SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMM] = {
+		"RC_RDMA_WRITE_ONLY_WITH_IMM",
+		F_WRITE | F_ONLY | SROCE_OPF_RETH | F_WRITE_IMM },
+	[SROCE_OP_RC_RDMA_READ_REQUEST] = {
+		"RC_RDMA_READ_REQUEST",
+		SROCE_OPF_REQ | SROCE_OPF_READ | F_ONLY | SROCE_OPF_RETH },
+	[SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST] = {
+		"RC_RDMA_READ_RESPONSE_FIRST",
+		F_READ_RESP | SROCE_OPF_FIRST | SROCE_OPF_AETH },
+	[SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE] = {
+		"RC_RDMA_READ_RESPONSE_MIDDLE", F_READ_RESP | SROCE_OPF_MIDDLE },
+	[SROCE_OP_RC_RDMA_READ_RESPONSE_LAST] = {
+		"RC_RDMA_READ_RESPONSE_LAST",
+		F_READ_RESP | SROCE_OPF_LAST | SROCE_OPF_AETH },
+	[SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY] = {
+		"RC_RDMA_READ_RESPONSE_ONLY",
+		F_READ_RESP | F_ONLY | SROCE_OPF_AETH },
+	[SROCE_OP_RC_ACKNOWLEDGE] = {
+		"RC_ACKNOWLEDGE",
+		SROCE_OPF_RESP | SROCE_OPF_ACK | F_ONLY | SROCE_OPF_AETH },
+	[SROCE_OP_RC_ATOMIC_ACKNOWLEDGE] = {
+		"RC_ATOMIC_ACKNOWLEDGE",
+		SROCE_OPF_RESP | SROCE_OPF_ATOMIC | F_ONLY | SROCE_OPF_AETH |
+		SROCE_OPF_ATMACK },
+	[SROCE_OP_RC_COMPARE_SWAP] = { "RC_COMPARE_SWAP", F_ATOMIC },
+	[SROCE_OP_RC_FETCH_ADD] = { "RC_FETCH_ADD", F_ATOMIC },
+	[SROCE_OP_RC_SEND_LAST_WITH_INV] = {
+		"RC_SEND_LAST_WITH_INV", F_SEND_LAST | SROCE_OPF_IETH },
+	[SROCE_OP_RC_SEND_ONLY_WITH_INV] = {
+		"RC_SEND_ONLY_WITH_INV", F_SEND_ONLY | SROCE_OPF_IETH },
 	/* Memory placement extensions: 8 bytes of payload, answered by ACK. */
-	OP(RC_ATOMIC_WRITE, SROCE_OPF_REQ | SROCE_OPF_ATOMIC_WRITE | F_ONLY |
-			    SROCE_OPF_RETH | SROCE_OPF_PAYLOAD),
+	[SROCE_OP_RC_ATOMIC_WRITE] = {
+		"RC_ATOMIC_WRITE",
+		SROCE_OPF_REQ | SROCE_OPF_ATOMIC_WRITE | F_ONLY | SROCE_OPF_RETH |
+		SROCE_OPF_PAYLOAD },
 	/* Answered by a READ RESPONSE ONLY without payload. */
-	OP(RC_FLUSH, SROCE_OPF_REQ | SROCE_OPF_FLUSH | F_ONLY |
-		     SROCE_OPF_FETH | SROCE_OPF_RETH),
+	[SROCE_OP_RC_FLUSH] = {
+		"RC_FLUSH",
+		SROCE_OPF_REQ | SROCE_OPF_FLUSH | F_ONLY | SROCE_OPF_FETH |
+		SROCE_OPF_RETH },
 
-	SEND_WRITE_OPS(UC),
+	[SROCE_OP_UC_SEND_FIRST] = { "UC_SEND_FIRST", F_SEND | SROCE_OPF_FIRST },
+	[SROCE_OP_UC_SEND_MIDDLE] = { "UC_SEND_MIDDLE", F_SEND | SROCE_OPF_MIDDLE },
+	[SROCE_OP_UC_SEND_LAST] = { "UC_SEND_LAST", F_SEND_LAST },
+	[SROCE_OP_UC_SEND_LAST_WITH_IMM] = {
+		"UC_SEND_LAST_WITH_IMM", F_SEND_LAST | SROCE_OPF_IMMDT },
+	[SROCE_OP_UC_SEND_ONLY] = { "UC_SEND_ONLY", F_SEND_ONLY },
+	[SROCE_OP_UC_SEND_ONLY_WITH_IMM] = {
+		"UC_SEND_ONLY_WITH_IMM", F_SEND_ONLY | SROCE_OPF_IMMDT },
+	[SROCE_OP_UC_RDMA_WRITE_FIRST] = {
+		"UC_RDMA_WRITE_FIRST", F_WRITE | SROCE_OPF_FIRST | SROCE_OPF_RETH },
+	[SROCE_OP_UC_RDMA_WRITE_MIDDLE] = {
+		"UC_RDMA_WRITE_MIDDLE", F_WRITE | SROCE_OPF_MIDDLE },
+	[SROCE_OP_UC_RDMA_WRITE_LAST] = {
+		"UC_RDMA_WRITE_LAST", F_WRITE | SROCE_OPF_LAST },
+	[SROCE_OP_UC_RDMA_WRITE_LAST_WITH_IMM] = {
+		"UC_RDMA_WRITE_LAST_WITH_IMM",
+		F_WRITE | SROCE_OPF_LAST | F_WRITE_IMM },
+	[SROCE_OP_UC_RDMA_WRITE_ONLY] = {
+		"UC_RDMA_WRITE_ONLY", F_WRITE | F_ONLY | SROCE_OPF_RETH },
+	[SROCE_OP_UC_RDMA_WRITE_ONLY_WITH_IMM] = {
+		"UC_RDMA_WRITE_ONLY_WITH_IMM",
+		F_WRITE | F_ONLY | SROCE_OPF_RETH | F_WRITE_IMM },
 
-	OP(UD_SEND_ONLY, F_SEND_ONLY | SROCE_OPF_DETH),
-	OP(UD_SEND_ONLY_WITH_IMM, F_SEND_ONLY | SROCE_OPF_DETH |
-				  SROCE_OPF_IMMDT),
+	[SROCE_OP_UD_SEND_ONLY] = {
+		"UD_SEND_ONLY", F_SEND_ONLY | SROCE_OPF_DETH },
+	[SROCE_OP_UD_SEND_ONLY_WITH_IMM] = {
+		"UD_SEND_ONLY_WITH_IMM",
+		F_SEND_ONLY | SROCE_OPF_DETH | SROCE_OPF_IMMDT },
 
 	/* 16 reserved bytes follow the BTH; receivers just count it. */
-	OP(CNP, SROCE_OPF_CNP | SROCE_OPF_PAYLOAD | F_ONLY),
+	[SROCE_OP_CNP] = { "CNP", SROCE_OPF_CNP | SROCE_OPF_PAYLOAD | F_ONLY },
 };
+
 SROCE_EXPORT_FOR_KUNIT(sroce_opcode_info);
+
+static const u8 sroce_ext_len[SROCE_EXT_NUM] = {
+	[SROCE_EXT_DETH] = SROCE_DETH_LEN,
+	[SROCE_EXT_FETH] = SROCE_FETH_LEN,
+	[SROCE_EXT_RETH] = SROCE_RETH_LEN,
+	[SROCE_EXT_ATMETH] = SROCE_ATMETH_LEN,
+	[SROCE_EXT_AETH] = SROCE_AETH_LEN,
+	[SROCE_EXT_ATMACK] = SROCE_ATMACK_LEN,
+	[SROCE_EXT_IMMDT] = SROCE_IMMDT_LEN,
+	[SROCE_EXT_IETH] = SROCE_IETH_LEN,
+};
+
+/* Present extension headers follow the BTH in enum sroce_ext order. */
+void __init sroce_wire_init(void)
+{
+	unsigned int op, ext;
+
+	for (op = 0; op < SROCE_NUM_OPCODES; op++) {
+		struct sroce_opcode_info *info = &sroce_opcode_info[op];
+		unsigned int off = SROCE_BTH_LEN;
+
+		if (!info->name)
+			continue;
+		info->flags |= SROCE_OPF_VALID;
+		for (ext = 0; ext < SROCE_EXT_NUM; ext++) {
+			if (!(info->flags & BIT(ext)))
+				continue;
+			info->offset[ext] = off;
+			off += sroce_ext_len[ext];
+		}
+		info->hdr_len = off;
+	}
+}
 
 /*
  * End-to-end credit counts (IBTA table 44): code n stands for this many
@@ -140,6 +180,7 @@ unsigned int sroce_aeth_credit_code(u32 credits)
 	}
 	return lo;
 }
+
 SROCE_EXPORT_FOR_KUNIT(sroce_aeth_credit_code);
 
 u32 sroce_aeth_credits(unsigned int code)
@@ -148,6 +189,7 @@ u32 sroce_aeth_credits(unsigned int code)
 		return U32_MAX;
 	return sroce_credit_table[code];
 }
+
 SROCE_EXPORT_FOR_KUNIT(sroce_aeth_credits);
 
 /* RNR NAK timer field (IBTA table 45), in microseconds. */
@@ -161,4 +203,5 @@ u32 sroce_rnr_timer_usec(unsigned int code)
 {
 	return sroce_rnr_timer_table[code & SROCE_AETH_VALUE_MASK];
 }
+
 SROCE_EXPORT_FOR_KUNIT(sroce_rnr_timer_usec);

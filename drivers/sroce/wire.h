@@ -574,7 +574,9 @@ struct sroce_opcode_info {
 	u8 offset[SROCE_EXT_NUM];	/* from the BTH; valid if present */
 };
 
-extern const struct sroce_opcode_info sroce_opcode_info[SROCE_NUM_OPCODES];
+/* Filled in at module init (sroce_wire_init()), read-only after. */
+extern struct sroce_opcode_info sroce_opcode_info[SROCE_NUM_OPCODES];
+void sroce_wire_init(void);
 
 static inline const struct sroce_opcode_info *sroce_opinfo(u8 opcode)
 {
