@@ -14,7 +14,6 @@
 struct ib_qp_attr;
 struct sk_buff;
 struct sroce_dev;
-struct sroce_mr;
 struct sroce_qp;
 struct sroce_rwqe;
 
@@ -72,7 +71,7 @@ struct sroce_resp_stats {
  * are described under the lock and sent after it is released.
  */
 struct sroce_resp_state {
-	spinlock_t lock;
+	spinlock_t lock;	/* protects all of the below */
 
 	u32 epsn;		/* next expected request PSN (rq_psn) */
 	u32 msn;		/* messages completed, 24 bits */
@@ -91,11 +90,15 @@ struct sroce_resp_state {
 	u32 msg_offset;		/* payload bytes placed so far */
 	struct sroce_rwqe *wqe;	/* allocated by sroce_resp_init() */
 
-	/* RDMA WRITE in progress */
-	struct sroce_mr *write_mr;	/* referenced; NULL for 0-byte */
-	u64 write_va;			/* where the next payload goes */
-	u32 write_resid;		/* bytes still expected */
-	u32 write_len;			/* RETH DMA length */
+	/*
+	 * RDMA WRITE in progress. The rkey is looked up again for every
+	 * packet: no MR reference outlives a packet, so dereg_mr never waits
+	 * for a message the peer may never finish.
+	 */
+	u32 write_rkey;
+	u64 write_va;		/* where the next payload goes */
+	u32 write_resid;	/* bytes still expected */
+	u32 write_len;		/* RETH DMA length */
 
 	/* responder resources ring, max_dest_rd_atomic entries */
 	struct sroce_resp_res *res;

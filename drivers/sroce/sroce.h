@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "net.h"
+#include "resp.h"
 
 /* sroce devices have exactly one port, numbered as IB requires. */
 #define SROCE_PORT 1
@@ -89,6 +90,9 @@ struct sroce_dev {
 
 	/* UDP/IP attachment: sroce_net_open() .. sroce_net_close() (net.h). */
 	struct sroce_net_port net_port;
+
+	/* Packets the transport's receive path dropped (rx.c); atomics. */
+	struct sroce_rx_drops rx_drops;
 };
 
 struct sroce_ucontext {

@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Responder (IBTA Vol. 1 9.7.5 and 9.9): the receive side of RC, UC and UD
+ * QPs, run in softirq context straight from packet receive.
+ *
+ * Every request packet is handled to the end under the QP's responder lock
+ * (struct sroce_resp_state): PSN check, data placement, receive completion
+ * and the decision what to answer. The answer (ACK, NAK, atomic ACK or
+ * READ responses) is described in a struct resp_reply and transmitted after
+ * the lock is dropped, so no lock is held across the IP stack.
+ *
+ * Everything in a packet is untrusted. net.c has checked that the headers
+ * of the opcode are present and that the payload length matches the UDP
+ * length; here lengths are checked against the path MTU, the message
+ * (RETH DMA length, receive WQE) and the MR before a byte is placed.
+ */
+#include <linux/kernel.h>
+#include <linux/minmax.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+
+#include "cq.h"
+#include "mr.h"
+#include "net.h"
+#include "psn.h"
+#include "qp.h"
+#include "resp.h"
+#include "sroce.h"
+#include "wire.h"
+
+/* ACK after this many requests even without AckReq (ACK coalescing). */
+#define SROCE_RESP_ACK_EVERY	16
+/* READ response payloads from this size on reference user pages. */
+#define SROCE_RESP_ZCOPY_MIN	512
+/* Bytes of the GRH that precedes a UD receive's payload. */
+#define SROCE_GRH_LEN		40
+
+/* The verdict on a request packet. */
+enum resp_status {
+	RESP_OK,		/* accepted: ACK by the coalescing rules */
+	RESP_REPLIED,		/* accepted: READ/atomic reply described */
+	RESP_RNR,		/* no receive WQE: RNR NAK, nothing changed */
+	RESP_ERR_INV_REQ,	/* class C: NAK invalid request */
+	RESP_ERR_ACCESS,	/* class C: NAK remote access error */
+	RESP_ERR_LEN,		/* message longer than the receive WQE */
+	RESP_ERR_PROT,		/* receive WQE SGE unusable (lkey, access) */
+	RESP_ERR_RQ,		/* receive queue corrupted by user space */
+};
+
+enum resp_reply_kind {
+	REPLY_NONE,
+	REPLY_ACK,		/* ACKNOWLEDGE: ACK, RNR NAK or NAK */
+	REPLY_ATOMIC_ACK,
+	REPLY_READ,
+};
+
+/* What to send once the responder lock is released. */
+struct resp_reply {
+	u8 kind;		/* enum resp_reply_kind */
+	u8 syndrome;		/* AETH syndrome of an ACKNOWLEDGE */
+	bool fatal;		/* then move the QP to the error state */
+	u32 psn;
+	u32 msn;
+	u64 orig;		/* ATOMIC_ACK: the original value */
+	struct sroce_mr *mr;	/* READ: referenced; NULL for 0 bytes */
+	u64 va;
+	u32 len;
+};
+
+static u8 resp_syn_ack(void)
+{
+	/* The responder does not track end-to-end credits. */
+	return sroce_syn_ack(SROCE_AETH_CREDIT_INVALID);
+}
+
+static void resp_reply_ack(struct resp_reply *r, u8 syndrome, u32 psn,
+			   u32 msn)
+{
+	r->kind = REPLY_ACK;
+	r->syndrome = syndrome;
+	r->psn = psn;
+	r->msn = msn;
+}
+
+/* ---- receive WQEs and completions ---- */
+
+/*
+ * Complete the receive WQE in rs->wqe. Returns false if it was flushed
+ * meanwhile (the QP went to the error state): nothing is posted then.
+ */
+static bool resp_complete(struct sroce_qp *qp, struct sk_buff *skb,
+			  enum ib_wc_status status, u8 opcode, u32 byte_len)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct sroce_cqe cqe = {
+		.wr_id = rs->wqe->wr_id,
+		.status = status,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.qp_num = qp->ibqp.qp_num,
+		.pkey_index = READ_ONCE(qp->attr.pkey_index),
+	};
+	bool solicited = true;	/* error completions always are */
+	struct sroce_immdt *immdt;
+	struct sroce_ieth *ieth;
+	struct sroce_deth *deth;
+
+	rs->have_wqe = false;
+	if (status == IB_WC_SUCCESS && skb) {
+		solicited = sroce_bth_se(sroce_pkt_bth(skb));
+		immdt = sroce_pkt_immdt(skb);
+		if (immdt) {
+			cqe.wc_flags |= SROCE_WC_F_WITH_IMM;
+			cqe.ex.imm_data = immdt->imm;
+		}
+		ieth = sroce_pkt_ieth(skb);
+		if (ieth) {
+			cqe.wc_flags |= SROCE_WC_F_WITH_INV;
+			cqe.ex.invalidated_rkey = sroce_ieth_rkey(ieth);
+		}
+		deth = sroce_pkt_deth(skb);
+		if (deth) {
+			cqe.wc_flags |= SROCE_WC_F_GRH;
+			cqe.src_qp = sroce_deth_sqp(deth);
+		}
+	}
+	return sroce_rq_complete(qp, rs->wqe, &cqe, solicited);
+}
+
+/* Make rs->wqe the oldest posted receive WQE (it stays posted). */
+static enum resp_status resp_get_wqe(struct sroce_qp *qp)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	int err;
+
+	if (rs->have_wqe)
+		return RESP_OK;
+	err = sroce_rq_peek(qp, rs->wqe);
+	if (err == -EAGAIN)
+		return RESP_RNR;
+	if (err)
+		return RESP_ERR_RQ;
+	rs->have_wqe = true;
+	rs->msg_offset = 0;
+	return RESP_OK;
+}
+
+/* ---- checks shared by RC and UC ---- */
+
+/* Does this packet continue (or start) the message in progress? */
+static bool resp_op_seq_ok(const struct sroce_resp_state *rs, u32 flags)
+{
+	bool starts = flags & SROCE_OPF_FIRST;
+
+	switch (rs->msg) {
+	case SROCE_RESP_MSG_SEND:
+		return (flags & SROCE_OPF_SEND) && !starts;
+	case SROCE_RESP_MSG_WRITE:
+		return (flags & SROCE_OPF_WRITE) && !starts;
+	default:
+		return starts;
+	}
+}
+
+/* Payload sizes IBTA allows at this position of a message (9.7.5.1.4). */
+static bool resp_len_ok(u32 flags, u32 len, u32 mtu)
+{
+	if (!(flags & SROCE_OPF_LAST))
+		return len == mtu;		/* FIRST, MIDDLE */
+	if (!(flags & SROCE_OPF_FIRST))
+		return len && len <= mtu;	/* LAST */
+	return len <= mtu;			/* ONLY */
+}
+
+static bool resp_qp_allows(const struct sroce_qp *qp, int access)
+{
+	return READ_ONCE(qp->attr.access_flags) & access;
+}
+
+/* ---- SEND ---- */
+
+static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	u32 len = pkt->payload_len;
+	enum resp_status st;
+	int err;
+
+	if (pkt->flags & SROCE_OPF_FIRST) {
+		st = resp_get_wqe(qp);
+		if (st != RESP_OK)
+			return st;
+	}
+	if (len > rs->wqe->length - rs->msg_offset)
+		return RESP_ERR_LEN;
+	if (len) {
+		err = sroce_sgl_write_skb(qp->sdev, qp->ibqp.pd, rs->wqe->sge,
+					  rs->wqe->num_sge, rs->msg_offset, skb,
+					  sroce_pkt_payload_offset(skb), len);
+		if (err == -EMSGSIZE)
+			return RESP_ERR_LEN;
+		if (err)
+			return RESP_ERR_PROT;
+	}
+	rs->msg_offset += len;
+	if (!(pkt->flags & SROCE_OPF_LAST)) {
+		rs->msg = SROCE_RESP_MSG_SEND;
+		return RESP_OK;
+	}
+	/*
+	 * sroce registers no memory that a remote peer may invalidate (no
+	 * memory windows, no fast-registration MRs), so every SEND with
+	 * Invalidate names an rkey it may not invalidate (IBTA 10.6.7.2).
+	 */
+	if (pkt->flags & SROCE_OPF_IETH)
+		return RESP_ERR_INV_REQ;
+
+	rs->msg = SROCE_RESP_MSG_NONE;
+	rs->msn = sroce_psn_next(rs->msn);
+	resp_complete(qp, skb, IB_WC_SUCCESS, SROCE_WC_RECV, rs->msg_offset);
+	return RESP_OK;
+}
+
+/* ---- RDMA WRITE ---- */
+
+/* The first packet of a WRITE: validate the RETH and the rkey. */
+static enum resp_status resp_write_start(struct sroce_qp *qp,
+					 struct sk_buff *skb, u32 mtu)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	struct sroce_reth *reth = sroce_pkt_reth(skb);
+	u32 dlen = sroce_reth_len(reth);
+	u64 va = sroce_reth_va(reth);
+	struct sroce_mr *mr;
+
+	if (pkt->flags & SROCE_OPF_LAST) {
+		if (pkt->payload_len != dlen)
+			return RESP_ERR_INV_REQ;
+	} else if (dlen <= mtu) {
+		return RESP_ERR_INV_REQ;
+	}
+	if (dlen > SROCE_MAX_MSG_SIZE)
+		return RESP_ERR_INV_REQ;
+	/* A zero-length WRITE carries no valid VA or rkey (IBTA 9.4.3). */
+	if (dlen) {
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_reth_rkey(reth),
+				  va, dlen, IB_ACCESS_REMOTE_WRITE);
+		if (!mr)
+			return RESP_ERR_ACCESS;
+		sroce_mr_put(mr);
+	}
+	rs->write_rkey = sroce_reth_rkey(reth);
+	rs->write_va = va;
+	rs->write_resid = dlen;
+	rs->write_len = dlen;
+	return RESP_OK;
+}
+
+static enum resp_status resp_write(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	u32 len = pkt->payload_len;
+	enum resp_status st;
+	struct sroce_mr *mr;
+	int err;
+
+	if (!resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE))
+		return RESP_ERR_INV_REQ;
+	/* WRITE with immediate consumes a receive WQE: RNR before all else */
+	if (pkt->flags & SROCE_OPF_RWQE) {
+		st = resp_get_wqe(qp);
+		if (st != RESP_OK)
+			return st;
+	}
+	if (pkt->flags & SROCE_OPF_FIRST) {
+		st = resp_write_start(qp, skb, sroce_qp_mtu(qp));
+		if (st != RESP_OK)
+			return st;
+	} else if ((pkt->flags & SROCE_OPF_LAST) ? len != rs->write_resid :
+		   len >= rs->write_resid) {
+		return RESP_ERR_INV_REQ;
+	}
+	if (len) {
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, rs->write_rkey,
+				  rs->write_va, len, IB_ACCESS_REMOTE_WRITE);
+		if (!mr)
+			return RESP_ERR_ACCESS;
+		err = sroce_mr_write_skb(mr, rs->write_va, skb,
+					 sroce_pkt_payload_offset(skb), len);
+		sroce_mr_put(mr);
+		if (err)
+			return RESP_ERR_ACCESS;
+		rs->write_va += len;
+		rs->write_resid -= len;
+	}
+	if (!(pkt->flags & SROCE_OPF_LAST)) {
+		rs->msg = SROCE_RESP_MSG_WRITE;
+		return RESP_OK;
+	}
+	rs->msg = SROCE_RESP_MSG_NONE;
+	rs->msn = sroce_psn_next(rs->msn);
+	if (pkt->flags & SROCE_OPF_RWQE)
+		resp_complete(qp, skb, IB_WC_SUCCESS,
+			      SROCE_WC_RECV_RDMA_WITH_IMM, rs->write_len);
+	return RESP_OK;
+}
+
+/* ---- RDMA READ and atomics ---- */
+
+static struct sroce_resp_res *resp_res_next(struct sroce_resp_state *rs)
+{
+	struct sroce_resp_res *res = &rs->res[rs->res_head];
+
+	if (++rs->res_head == rs->num_res)
+		rs->res_head = 0;
+	return res;
+}
+
+/* The resource of a duplicate READ (PSN in its range) or atomic. */
+static struct sroce_resp_res *resp_res_find(struct sroce_resp_state *rs,
+					    u8 type, u32 psn)
+{
+	struct sroce_resp_res *res;
+	unsigned int i;
+
+	for (i = 0; i < rs->num_res; i++) {
+		res = &rs->res[i];
+		if (res->type == type &&
+		    sroce_psn_in_window(psn, res->first_psn,
+					sroce_psn_diff(res->last_psn,
+						       res->first_psn) + 1))
+			return res;
+	}
+	return NULL;
+}
+
+static u32 resp_read_packets(u32 len, u32 mtu)
+{
+	return len ? DIV_ROUND_UP(len, mtu) : 1;
+}
+
+static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
+				  struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct sroce_reth *reth = sroce_pkt_reth(skb);
+	u32 psn = sroce_pkt_c(skb)->psn, dlen = sroce_reth_len(reth);
+	u64 va = sroce_reth_va(reth);
+	struct sroce_resp_res *res;
+	struct sroce_mr *mr = NULL;
+	u32 npkts;
+
+	if (!rs->num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_READ) ||
+	    dlen > SROCE_MAX_MSG_SIZE)
+		return RESP_ERR_INV_REQ;
+	if (dlen) {
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_reth_rkey(reth),
+				  va, dlen, IB_ACCESS_REMOTE_READ);
+		if (!mr)
+			return RESP_ERR_ACCESS;
+	}
+	npkts = resp_read_packets(dlen, sroce_qp_mtu(qp));
+
+	res = resp_res_next(rs);
+	res->type = SROCE_RES_READ;
+	res->first_psn = psn;
+	res->last_psn = sroce_psn_add(psn, npkts - 1);
+	res->read.va = va;
+	res->read.rkey = sroce_reth_rkey(reth);
+	res->read.length = dlen;
+
+	/* A READ request is a complete message (C9-148). */
+	rs->msn = sroce_psn_next(rs->msn);
+	rs->epsn = sroce_psn_add(psn, npkts);
+	r->kind = REPLY_READ;
+	r->psn = psn;
+	r->msn = rs->msn;
+	r->mr = mr;
+	r->va = va;
+	r->len = dlen;
+	return RESP_REPLIED;
+}
+
+/* Is the memory behind iova 8-byte aligned (the CPU's atomics need it)? */
+static bool resp_atomic_aligned(const struct sroce_mr *mr, u64 iova)
+{
+	if (iova & 7)
+		return false;
+	if (mr->type == SROCE_MR_USER)
+		return !((mr->page_offset + (iova - mr->iova)) & 7);
+	return true;
+}
+
+static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
+				    struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	struct sroce_atmeth *a = sroce_pkt_atmeth(skb);
+	bool cmp_swap = pkt->opcode == SROCE_OP_RC_COMPARE_SWAP;
+	u64 va = sroce_atmeth_va(a), orig;
+	struct sroce_resp_res *res;
+	struct sroce_mr *mr;
+	int err;
+
+	if (!rs->num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC) ||
+	    pkt->payload_len)
+		return RESP_ERR_INV_REQ;
+	mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_atmeth_rkey(a), va,
+			  sizeof(u64), IB_ACCESS_REMOTE_ATOMIC);
+	if (!mr)
+		return RESP_ERR_ACCESS;
+	if (!resp_atomic_aligned(mr, va)) {
+		sroce_mr_put(mr);
+		return RESP_ERR_INV_REQ;
+	}
+	err = sroce_mr_atomic(mr, va, cmp_swap,
+			      cmp_swap ? sroce_atmeth_compare(a) :
+					 sroce_atmeth_swap_add(a),
+			      sroce_atmeth_swap_add(a), &orig);
+	sroce_mr_put(mr);
+	if (err)
+		return RESP_ERR_ACCESS;
+
+	res = resp_res_next(rs);
+	res->type = SROCE_RES_ATOMIC;
+	res->first_psn = pkt->psn;
+	res->last_psn = pkt->psn;
+	res->atomic.orig = orig;
+
+	rs->msn = sroce_psn_next(rs->msn);
+	rs->epsn = sroce_psn_next(pkt->psn);
+	r->kind = REPLY_ATOMIC_ACK;
+	r->psn = pkt->psn;
+	r->msn = rs->msn;
+	r->orig = orig;
+	return RESP_REPLIED;
+}
+
+/* ---- duplicates (IBTA 9.7.5.1.2) ---- */
+
+/*
+ * A retried READ must restart inside the original at a packet boundary
+ * and run to its end; then the responses reuse the original PSNs.
+ */
+static void resp_dup_read(struct sroce_qp *qp, struct sk_buff *skb,
+			  struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct sroce_reth *reth = sroce_pkt_reth(skb);
+	u32 psn = sroce_pkt_c(skb)->psn, dlen = sroce_reth_len(reth);
+	u64 va = sroce_reth_va(reth), skip;
+	struct sroce_resp_res *res;
+	struct sroce_mr *mr = NULL;
+
+	res = resp_res_find(rs, SROCE_RES_READ, psn);
+	if (!res || sroce_reth_rkey(reth) != res->read.rkey)
+		goto drop;
+	skip = (u64)sroce_psn_diff(psn, res->first_psn) * sroce_qp_mtu(qp);
+	if (skip > res->read.length || va != res->read.va + skip ||
+	    dlen != res->read.length - skip)
+		goto drop;
+	if (dlen) {
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, res->read.rkey, va,
+				  dlen, IB_ACCESS_REMOTE_READ);
+		if (!mr)
+			goto drop;
+	}
+	r->kind = REPLY_READ;
+	r->psn = psn;
+	r->msn = rs->msn;
+	r->mr = mr;
+	r->va = va;
+	r->len = dlen;
+	return;
+drop:
+	rs->stats.dropped++;
+}
+
+static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
+			   struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	struct sroce_resp_res *res;
+
+	rs->stats.duplicates++;
+	if (pkt->flags & SROCE_OPF_READ) {
+		resp_dup_read(qp, skb, r);
+	} else if (pkt->flags & SROCE_OPF_ATOMIC) {
+		/* replay the result, never the operation */
+		res = resp_res_find(rs, SROCE_RES_ATOMIC, pkt->psn);
+		if (!res) {
+			rs->stats.dropped++;
+			return;
+		}
+		r->kind = REPLY_ATOMIC_ACK;
+		r->psn = pkt->psn;
+		r->msn = rs->msn;
+		r->orig = res->atomic.orig;
+	} else if (sroce_bth_ackreq(sroce_pkt_bth(skb)) ||
+		   (pkt->flags & SROCE_OPF_LAST)) {
+		/* the ACK was lost: acknowledge everything received */
+		resp_reply_ack(r, resp_syn_ack(),
+			       sroce_psn_add(rs->epsn, SROCE_PSN_MASK), rs->msn);
+	}
+}
+
+/* ---- RC ---- */
+
+static enum resp_status resp_rc_execute(struct sroce_qp *qp,
+					struct sk_buff *skb,
+					struct resp_reply *r)
+{
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+
+	if (!resp_op_seq_ok(&qp->resp, pkt->flags))
+		return RESP_ERR_INV_REQ;
+	if (pkt->flags & (SROCE_OPF_SEND | SROCE_OPF_WRITE) &&
+	    !resp_len_ok(pkt->flags, pkt->payload_len, sroce_qp_mtu(qp)))
+		return RESP_ERR_INV_REQ;
+	if (pkt->flags & SROCE_OPF_SEND)
+		return resp_send(qp, skb);
+	if (pkt->flags & SROCE_OPF_WRITE)
+		return resp_write(qp, skb);
+	if (pkt->flags & SROCE_OPF_READ)
+		return resp_read(qp, skb, r);
+	if (pkt->flags & SROCE_OPF_ATOMIC)
+		return resp_atomic(qp, skb, r);
+	/* ATOMIC WRITE, FLUSH: not offered by this device */
+	return RESP_ERR_INV_REQ;
+}
+
+/*
+ * A class A or C error (IBTA 9.9.3.1.2): NAK it, complete the receive WQE
+ * in use with the error and move the QP to the error state.
+ */
+static void resp_rc_fatal(struct sroce_qp *qp, enum resp_status st, u32 psn,
+			  struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	enum sroce_nak_code nak = SROCE_NAK_INV_REQ;
+	enum ib_wc_status wc = IB_WC_REM_INV_REQ_ERR;
+
+	switch (st) {
+	case RESP_ERR_ACCESS:
+		nak = SROCE_NAK_REM_ACCESS;
+		wc = IB_WC_REM_ACCESS_ERR;
+		break;
+	case RESP_ERR_LEN:
+		wc = IB_WC_LOC_LEN_ERR;
+		break;
+	case RESP_ERR_PROT:
+		nak = SROCE_NAK_REM_OP;
+		wc = IB_WC_LOC_PROT_ERR;
+		break;
+	case RESP_ERR_RQ:
+		nak = SROCE_NAK_REM_OP;
+		wc = IB_WC_LOC_QP_OP_ERR;
+		break;
+	default:
+		break;
+	}
+	if (rs->have_wqe)
+		resp_complete(qp, NULL, wc, SROCE_WC_RECV, 0);
+	rs->failed = true;
+	rs->stats.fatal_naks++;
+	resp_reply_ack(r, sroce_syn_nak(nak), psn, rs->msn);
+	r->fatal = true;
+}
+
+static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
+		    struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	s32 diff = sroce_psn_diff(pkt->psn, rs->epsn);
+	enum resp_status st;
+
+	if (unlikely(diff > 0)) {
+		/* packets were lost: ask for them once (class B) */
+		if (rs->nak_pending) {
+			rs->stats.dropped++;
+			return;
+		}
+		rs->nak_pending = true;
+		rs->stats.seq_naks++;
+		resp_reply_ack(r, sroce_syn_nak(SROCE_NAK_PSN_SEQ_ERR),
+			       rs->epsn, rs->msn);
+		return;
+	}
+	if (unlikely(diff < 0)) {
+		resp_duplicate(qp, skb, r);
+		return;
+	}
+	rs->nak_pending = false;
+
+	st = resp_rc_execute(qp, skb, r);
+	switch (st) {
+	case RESP_OK:
+		rs->epsn = sroce_psn_next(pkt->psn);
+		if (sroce_bth_ackreq(sroce_pkt_bth(skb)) ||
+		    ++rs->unacked >= SROCE_RESP_ACK_EVERY) {
+			rs->unacked = 0;
+			resp_reply_ack(r, resp_syn_ack(), pkt->psn, rs->msn);
+		}
+		break;
+	case RESP_REPLIED:
+		rs->unacked = 0;
+		break;
+	case RESP_RNR:
+		rs->nak_pending = true;
+		rs->stats.rnr_naks++;
+		resp_reply_ack(r, sroce_syn_rnr(READ_ONCE(qp->attr.min_rnr_timer)),
+			       pkt->psn, rs->msn);
+		break;
+	default:
+		resp_rc_fatal(qp, st, pkt->psn, r);
+		break;
+	}
+}
+
+/* ---- UC: no ACKs; a lost or bad packet drops its whole message ---- */
+
+static void resp_uc_abort(struct sroce_resp_state *rs)
+{
+	/* a partly filled receive WQE stays posted for the next message */
+	rs->msg = SROCE_RESP_MSG_NONE;
+	rs->have_wqe = false;
+}
+
+static bool resp_uc(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	enum resp_status st;
+
+	if (pkt->psn != rs->epsn || rs->uc_drop) {
+		resp_uc_abort(rs);
+		rs->uc_drop = !(pkt->flags & SROCE_OPF_FIRST);
+	}
+	rs->epsn = sroce_psn_next(pkt->psn);
+	if (rs->uc_drop)
+		goto drop;
+	if (!resp_op_seq_ok(rs, pkt->flags) ||
+	    !resp_len_ok(pkt->flags, pkt->payload_len, sroce_qp_mtu(qp))) {
+		st = RESP_ERR_INV_REQ;
+	} else if (pkt->flags & SROCE_OPF_SEND) {
+		st = resp_send(qp, skb);
+	} else if (pkt->flags & SROCE_OPF_WRITE) {
+		st = resp_write(qp, skb);
+	} else {
+		st = RESP_ERR_INV_REQ;
+	}
+	if (st == RESP_OK)
+		return false;
+	if (st == RESP_ERR_RQ)
+		return true;
+	if (st == RESP_ERR_PROT) {
+		/* the consumer posted a buffer it may not write */
+		resp_complete(qp, NULL, IB_WC_LOC_PROT_ERR, SROCE_WC_RECV, 0);
+		return true;
+	}
+	resp_uc_abort(rs);
+	rs->uc_drop = !(pkt->flags & SROCE_OPF_LAST);
+drop:
+	rs->stats.dropped++;
+	return false;
+}
+
+/* ---- UD and GSI: one packet per message, the GRH goes first ---- */
+
+static bool resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	union rdma_network_hdr grh;
+	enum resp_status st;
+	int err;
+
+	BUILD_BUG_ON(sizeof(grh) != SROCE_GRH_LEN);
+	st = resp_get_wqe(qp);
+	if (st == RESP_ERR_RQ)
+		return true;
+	if (st != RESP_OK ||
+	    rs->wqe->length < SROCE_GRH_LEN ||
+	    pkt->payload_len > rs->wqe->length - SROCE_GRH_LEN)
+		goto drop;
+	sroce_pkt_network_hdr(skb, &grh);
+	err = sroce_sgl_write(qp->sdev, qp->ibqp.pd, rs->wqe->sge,
+			      rs->wqe->num_sge, 0, &grh, sizeof(grh));
+	if (!err && pkt->payload_len)
+		err = sroce_sgl_write_skb(qp->sdev, qp->ibqp.pd, rs->wqe->sge,
+					  rs->wqe->num_sge, SROCE_GRH_LEN, skb,
+					  sroce_pkt_payload_offset(skb),
+					  pkt->payload_len);
+	if (err) {
+		/* the consumer posted a buffer it may not write */
+		resp_complete(qp, NULL, IB_WC_LOC_PROT_ERR, SROCE_WC_RECV, 0);
+		return true;
+	}
+	resp_complete(qp, skb, IB_WC_SUCCESS, SROCE_WC_RECV,
+		      SROCE_GRH_LEN + pkt->payload_len);
+	return false;
+drop:
+	/* no receive posted or too small: UD drops silently (class D) */
+	rs->have_wqe = false;
+	rs->stats.dropped++;
+	return false;
+}
+
+/* ---- transmit, outside the lock ---- */
+
+static struct sk_buff *resp_alloc_skb(struct sroce_qp *qp, u8 opcode,
+				      u32 linear, u32 payload, u32 psn)
+{
+	const struct sroce_opcode_info *oi = sroce_opinfo(opcode);
+	struct sk_buff *skb;
+
+	skb = sroce_net_alloc_skb(qp->sdev, &qp->av, oi->hdr_len, linear,
+				  GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	sroce_bth_init((struct sroce_bth *)skb->data, opcode, false,
+		       sroce_pad_len(payload), SROCE_DEFAULT_PKEY,
+		       READ_ONCE(qp->attr.dest_qpn), false, psn);
+	return skb;
+}
+
+static void *resp_hdr(struct sk_buff *skb, u8 opcode, enum sroce_ext ext)
+{
+	return skb->data + sroce_opinfo(opcode)->offset[ext];
+}
+
+static void resp_xmit_ack(struct sroce_qp *qp, const struct resp_reply *r)
+{
+	u8 opcode = r->kind == REPLY_ATOMIC_ACK ?
+		    SROCE_OP_RC_ATOMIC_ACKNOWLEDGE : SROCE_OP_RC_ACKNOWLEDGE;
+	struct sk_buff *skb;
+
+	skb = resp_alloc_skb(qp, opcode, 0, 0, r->psn);
+	if (!skb)
+		return;		/* the requester's timer recovers */
+	sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
+		       r->kind == REPLY_ATOMIC_ACK ? resp_syn_ack() :
+						     r->syndrome, r->msn);
+	if (r->kind == REPLY_ATOMIC_ACK)
+		sroce_atmack_set(resp_hdr(skb, opcode, SROCE_EXT_ATMACK),
+				 r->orig);
+	sroce_net_xmit(qp->sdev, &qp->av, skb);
+}
+
+static u8 resp_read_opcode(bool first, bool last)
+{
+	if (first)
+		return last ? SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+			      SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
+	return last ? SROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+		      SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+}
+
+/*
+ * Send the READ responses for [r->va, r->va + r->len), one per path MTU,
+ * PSNs from r->psn. User pages are referenced, not copied. If a packet
+ * cannot be built or sent the rest is abandoned: the requester retries
+ * from the first PSN it misses and resp_dup_read() answers again.
+ */
+static void resp_xmit_read(struct sroce_qp *qp, struct resp_reply *r)
+{
+	bool zcopy_mr = r->mr && r->mr->type == SROCE_MR_USER;
+	u32 mtu = sroce_qp_mtu(qp), left = r->len, psn = r->psn, n;
+	bool first = true, last, zcopy;
+	struct sk_buff *skb;
+	u64 va = r->va;
+	u8 opcode;
+
+	do {
+		n = min(left, mtu);
+		last = n == left;
+		opcode = resp_read_opcode(first, last);
+		zcopy = zcopy_mr && n >= SROCE_RESP_ZCOPY_MIN;
+		skb = resp_alloc_skb(qp, opcode, zcopy ? 0 : n, n, psn);
+		if (!skb)
+			break;
+		if (sroce_op_flags(opcode) & SROCE_OPF_AETH)
+			sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
+				       resp_syn_ack(), r->msn);
+		if (n && sroce_mr_append_skb(r->mr, va, skb, n, zcopy)) {
+			kfree_skb(skb);
+			break;
+		}
+		if (sroce_net_xmit(qp->sdev, &qp->av, skb))
+			break;
+		va += n;
+		left -= n;
+		psn = sroce_psn_next(psn);
+		first = false;
+	} while (left);
+	if (r->mr)
+		sroce_mr_put(r->mr);
+}
+
+static void resp_xmit(struct sroce_qp *qp, struct resp_reply *r)
+{
+	switch (r->kind) {
+	case REPLY_ACK:
+	case REPLY_ATOMIC_ACK:
+		resp_xmit_ack(qp, r);
+		break;
+	case REPLY_READ:
+		resp_xmit_read(qp, r);
+		break;
+	default:
+		break;
+	}
+}
+
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct resp_reply reply = { .kind = REPLY_NONE };
+	unsigned long flags;
+
+	spin_lock_irqsave(&rs->lock, flags);
+	if (unlikely(rs->failed)) {
+		rs->stats.dropped++;
+	} else {
+		switch (qp->ibqp.qp_type) {
+		case IB_QPT_RC:
+			resp_rc(qp, skb, &reply);
+			break;
+		case IB_QPT_UC:
+			reply.fatal = resp_uc(qp, skb);
+			break;
+		default:
+			reply.fatal = resp_ud(qp, skb);
+			break;
+		}
+		if (reply.fatal)
+			rs->failed = true;
+	}
+	spin_unlock_irqrestore(&rs->lock, flags);
+
+	consume_skb(skb);
+	resp_xmit(qp, &reply);
+	if (reply.fatal)
+		sroce_qp_error(qp);
+}
+
+/* ---- lifecycle ---- */
+
+int sroce_resp_init(struct sroce_qp *qp)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+
+	spin_lock_init(&rs->lock);
+	rs->wqe = kzalloc(sizeof(*rs->wqe), GFP_KERNEL);
+	return rs->wqe ? 0 : -ENOMEM;
+}
+
+static void resp_reset(struct sroce_resp_state *rs)
+{
+	rs->epsn = 0;
+	rs->msn = 0;
+	rs->nak_pending = false;
+	rs->failed = false;
+	rs->uc_drop = false;
+	rs->unacked = 0;
+	rs->msg = SROCE_RESP_MSG_NONE;
+	rs->have_wqe = false;
+	rs->write_resid = 0;
+	rs->res_head = 0;
+	if (rs->res)
+		memset(rs->res, 0, rs->num_res * sizeof(*rs->res));
+	memset(&rs->stats, 0, sizeof(rs->stats));
+}
+
+int sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+		      int mask)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct sroce_resp_res *res = NULL, *old = NULL;
+	unsigned int num_res = 0;
+	unsigned long flags;
+
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		num_res = attr->max_dest_rd_atomic;
+		if (num_res) {
+			res = kcalloc(num_res, sizeof(*res), GFP_KERNEL);
+			if (!res)
+				return -ENOMEM;
+		}
+	}
+
+	spin_lock_irqsave(&rs->lock, flags);
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		old = rs->res;
+		rs->res = res;
+		rs->num_res = num_res;
+		rs->res_head = 0;
+	}
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_RESET)
+		resp_reset(rs);
+	if (mask & IB_QP_RQ_PSN)
+		rs->epsn = attr->rq_psn & SROCE_PSN_MASK;
+	spin_unlock_irqrestore(&rs->lock, flags);
+
+	kfree(old);
+	return 0;
+}
+
+void sroce_resp_cleanup(struct sroce_qp *qp)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+
+	kfree(rs->res);
+	rs->res = NULL;
+	rs->num_res = 0;
+	kfree(rs->wqe);
+	rs->wqe = NULL;
+}

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Receive dispatch: a validated RoCEv2 packet (net.c) goes to the
+ * responder of its destination QP when it is a request, to the completer
+ * when it is a response or acknowledgment. Whatever fails a check here is
+ * counted in sdev->rx_drops and freed: the peer is not trusted to address
+ * an existing QP of the right type in the right state.
+ *
+ * Softirq context under rcu_read_lock(). The skb is owned by this file
+ * until it is handed to sroce_resp_rcv() or sroce_comp_rcv(), which consume
+ * it; every other path frees it here.
+ */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_verbs.h>
+
+#include "net.h"
+#include "qp.h"
+#include "resp.h"
+#include "sroce.h"
+#include "wire.h"
+
+/* Does the opcode's transport (RC/UC/UD) match the QP's type? */
+static bool rx_transport_ok(const struct sroce_qp *qp, u8 opcode)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+		return sroce_op_transport(opcode) == SROCE_OP_RC;
+	case IB_QPT_UC:
+		return sroce_op_transport(opcode) == SROCE_OP_UC;
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		return sroce_op_transport(opcode) == SROCE_OP_UD;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Requests are served from RTR on; SQD and SQE still receive (IBTA
+ * 10.3.1). Responses only make sense while the send queue is active.
+ */
+static bool rx_state_ok(const struct sroce_qp *qp, bool request)
+{
+	switch (sroce_qp_state(qp)) {
+	case IB_QPS_RTR:
+		return request;
+	case IB_QPS_RTS:
+	case IB_QPS_SQD:
+	case IB_QPS_SQE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * RoCE ports have one P_Key, the default 0xffff: a packet matches when
+ * its 15-bit key is the default one (full or limited member, since we are
+ * a full member).
+ */
+static bool rx_pkey_ok(const struct sk_buff *skb)
+{
+	u16 pkey = sroce_bth_pkey(sroce_pkt_bth(skb));
+
+	return (pkey & 0x7fff) == (SROCE_DEFAULT_PKEY & 0x7fff);
+}
+
+static bool rx_qkey_ok(const struct sroce_qp *qp, const struct sk_buff *skb)
+{
+	u32 qkey = qp->ibqp.qp_type == IB_QPT_GSI ? IB_QP1_QKEY :
+						    READ_ONCE(qp->attr.qkey);
+
+	return sroce_deth_qkey(sroce_pkt_deth(skb)) == qkey;
+}
+
+/* A connected QP only hears from its peer, at the address it was given. */
+static bool rx_addr_ok(const struct sroce_qp *qp, const struct sk_buff *skb)
+{
+	const struct sroce_av *av = &qp->av;
+
+	if (sroce_pkt_c(skb)->network_type != av->network_type)
+		return false;
+	if (av->network_type == RDMA_NETWORK_IPV4)
+		return ip_hdr(skb)->saddr == av->daddr.v4 &&
+		       ip_hdr(skb)->daddr == av->saddr.v4;
+	return ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &av->daddr.v6) &&
+	       ipv6_addr_equal(&ipv6_hdr(skb)->daddr, &av->saddr.v6);
+}
+
+/* The counter of the first check @skb fails for @qp, or NULL. */
+static atomic64_t *rx_check(struct sroce_dev *sdev, struct sroce_qp *qp,
+			    const struct sk_buff *skb, bool request)
+{
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	struct sroce_rx_drops *drops = &sdev->rx_drops;
+
+	if (!rx_transport_ok(qp, pkt->opcode))
+		return &drops->bad_transport;
+	if (!rx_state_ok(qp, request))
+		return &drops->bad_state;
+	if (!rx_pkey_ok(skb))
+		return &drops->bad_pkey;
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+		if (!rx_addr_ok(qp, skb))
+			return &drops->bad_addr;
+		break;
+	default:
+		if (!rx_qkey_ok(qp, skb))
+			return &drops->bad_qkey;
+		break;
+	}
+	return NULL;
+}
+
+void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	bool request = pkt->flags & SROCE_OPF_REQ;
+	atomic64_t *drop;
+	struct sroce_qp *qp;
+
+	if (unlikely(!(pkt->flags & (SROCE_OPF_REQ | SROCE_OPF_RESP)))) {
+		/* CNPs: sroce does no congestion control (yet) */
+		atomic64_inc(&sdev->rx_drops.unsupported);
+		goto free;
+	}
+	/* the multicast QPN never resolves: sroce has no multicast groups */
+	qp = sroce_qp_get(sdev, pkt->qpn);
+	if (unlikely(!qp)) {
+		atomic64_inc(&sdev->rx_drops.no_qp);
+		goto free;
+	}
+	drop = rx_check(sdev, qp, skb, request);
+	if (unlikely(drop)) {
+		atomic64_inc(drop);
+		sroce_qp_put(qp);
+		goto free;
+	}
+	if (request)
+		sroce_resp_rcv(qp, skb);
+	else
+		sroce_comp_rcv(qp, skb);
+	sroce_qp_put(qp);
+	return;
+free:
+	kfree_skb(skb);
+}
