@@ -9,7 +9,9 @@
  * needs no add_gid/del_gid hooks because it has no hardware table to
  * mirror; the transport reads GIDs through the sgid_attr of each AH/QP.
  */
+#include <linux/ethtool.h>
 #include <linux/mm.h>
+#include <linux/rtnetlink.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_mad.h>
@@ -84,6 +86,48 @@ static int sroce_query_device(struct ib_device *ibdev,
 	return 0;
 }
 
+/*
+ * The IB rate nearest the netdev's link speed, for consumers that budget
+ * by port rate. ib_get_eth_speed() would do, but it logs a warning on every
+ * query for netdevs without a known speed (virtio, veth): those are
+ * reported as the slowest rate, silently.
+ */
+static const struct {
+	u32 max_mbps;
+	u16 speed;
+	u8 width;
+} sroce_rates[] = {
+	{ 2500, IB_SPEED_SDR, IB_WIDTH_1X },
+	{ 5000, IB_SPEED_DDR, IB_WIDTH_1X },
+	{ 10000, IB_SPEED_QDR, IB_WIDTH_1X },
+	{ 20000, IB_SPEED_DDR, IB_WIDTH_4X },
+	{ 25000, IB_SPEED_EDR, IB_WIDTH_1X },
+	{ 40000, IB_SPEED_QDR, IB_WIDTH_4X },
+	{ 50000, IB_SPEED_HDR, IB_WIDTH_1X },
+	{ 100000, IB_SPEED_EDR, IB_WIDTH_4X },
+	{ 200000, IB_SPEED_HDR, IB_WIDTH_4X },
+	{ U32_MAX, IB_SPEED_NDR, IB_WIDTH_4X },
+};
+
+static void sroce_port_rate(struct net_device *ndev, struct ib_port_attr *attr)
+{
+	struct ethtool_link_ksettings ks;
+	u32 mbps = 0;
+	int i;
+
+	rtnl_lock();
+	if (ndev->reg_state == NETREG_REGISTERED &&
+	    !__ethtool_get_link_ksettings(ndev, &ks) &&
+	    ks.base.speed != SPEED_UNKNOWN)
+		mbps = ks.base.speed;
+	rtnl_unlock();
+
+	for (i = 0; mbps > sroce_rates[i].max_mbps; i++)
+		;
+	attr->active_speed = sroce_rates[i].speed;
+	attr->active_width = sroce_rates[i].width;
+}
+
 static int sroce_query_port(struct ib_device *ibdev, u32 port,
 			    struct ib_port_attr *attr)
 {
@@ -104,16 +148,7 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_msg_sz = SROCE_MAX_MSG_SIZE;
 	attr->pkey_tbl_len = 1;
 	attr->max_vl_num = 1;
-
-	/*
-	 * Fails only while the netdev is going away; the port is down then
-	 * and its speed means nothing, so do not fail the whole query.
-	 */
-	if (ib_get_eth_speed(ibdev, port, &attr->active_speed,
-			     &attr->active_width)) {
-		attr->active_speed = IB_SPEED_SDR;
-		attr->active_width = IB_WIDTH_1X;
-	}
+	sroce_port_rate(ndev, attr);
 	return 0;
 }
 

@@ -1,0 +1,265 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,6.12,debug pairs=none timeout=300
+# SPDX-License-Identifier: GPL-2.0
+#
+# The life of an sroce device in one guest: rdma link add/delete, refusals
+# (second device on a netdev, rxe* names, non-Ethernet netdevs), port state
+# following the netdev (admin down/up, carrier through a veth peer) with
+# the matching async events, removal when the netdev is unregistered or
+# leaves the namespace, and rmmod with devices present followed by a
+# kmemleak scan, a reload and a re-add.
+#
+# Works whether or not the harness created sroce0 (--no-device).
+set -euo pipefail
+
+NETDEV=${SROCE_NETDEV:-eth0}
+DEV=sroce0
+SYS=/sys/class/infiniband
+checks=0
+
+log() { echo "device-lifecycle: $*"; }
+ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
+fail() {
+	echo "FAIL: $*"
+	echo "--- rdma link; dmesg tail"
+	rdma link show 2>&1 || true
+	dmesg | tail -n 30
+	exit 1
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...: poll COMMAND until it succeeds.
+wait_for() {
+	local secs=$1 what=$2 end
+	shift 2
+	end=$((SECONDS + secs))
+	until "$@"; do
+		[ $SECONDS -lt $end ] || fail "timed out after ${secs}s: $what"
+		sleep 0.2
+	done
+}
+
+dev_exists() { [ -e "$SYS/$1" ]; }
+dev_absent() { [ ! -e "$SYS/$1" ]; }
+port_state_is() { grep -qx "$2" "$SYS/$1/ports/1/state" 2>/dev/null; }
+phys_state_is() { grep -qx "$2" "$SYS/$1/ports/1/phys_state" 2>/dev/null; }
+rdma_link_has() { rdma link show "$1/1" 2>/dev/null | grep -q -- "$2"; }
+
+# ibv_* tools work only with the provider; it is part of the product.
+have_provider() { ibv_devinfo -d "$1" >/dev/null 2>&1; }
+
+# Run `rdma link add`, expecting failure with an error text and a kernel
+# message.
+expect_add_refused() {
+	local name=$1 netdev=$2 errtext=$3 kmsg=$4 out
+	dmesg -C
+	if out=$(rdma link add "$name" type sroce netdev "$netdev" 2>&1); then
+		fail "rdma link add $name on $netdev succeeded, must be refused"
+	fi
+	echo "$out" | grep -q "$errtext" ||
+		fail "rdma link add $name on $netdev: expected '$errtext', got: $out"
+	dmesg | grep -q "$kmsg" ||
+		fail "no kernel message '$kmsg' for refused $name"
+	dev_absent "$name" || fail "$name exists after a refused add"
+	ok "add $name on $netdev refused: $out / kernel: $kmsg"
+}
+
+add_dev() {
+	rdma link add "$1" type sroce netdev "$2" ||
+		fail "rdma link add $1 type sroce netdev $2"
+	wait_for 5 "$1 in sysfs" dev_exists "$1"
+}
+
+check_active() {
+	wait_for 10 "$1 port ACTIVE" port_state_is "$1" "4: ACTIVE"
+	phys_state_is "$1" "5: LinkUp" ||
+		fail "$1 phys_state $(cat "$SYS/$1/ports/1/phys_state")"
+	rdma_link_has "$1" "state ACTIVE physical_state LINK_UP netdev $2" ||
+		fail "rdma link: $(rdma link show "$1/1")"
+}
+
+# EUI-64 from a MAC: flip the universal/local bit, insert ff:fe.
+expected_guid() {
+	local m
+	IFS=: read -ra m <"/sys/class/net/$1/address"
+	printf '%02x%s:%sff:fe%s:%s%s\n' $((0x${m[0]} ^ 2)) "${m[1]}" "${m[2]}" \
+		"${m[3]}" "${m[4]}" "${m[5]}"
+}
+
+modprobe veth
+command -v ip rdma >/dev/null || fail "ip/rdma tools missing"
+abi=$(sed -n 's/^#define SROCE_ABI_VERSION \([0-9]*\).*/\1/p' \
+	"$SROCE_TOP/include/uapi/rdma/sroce-abi.h")
+[ -n "$abi" ] || fail "cannot read SROCE_ABI_VERSION"
+
+# On the debug kernel, forget leak suspects from before this test.
+kmemleak=/sys/kernel/debug/kmemleak
+[ -e $kmemleak ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+if [ -e $kmemleak ]; then
+	echo scan >$kmemleak
+	echo clear >$kmemleak
+else
+	kmemleak=""
+fi
+
+# --- add and delete ------------------------------------------------------
+if dev_exists $DEV; then
+	rdma link delete $DEV || fail "rdma link delete $DEV (harness-made)"
+	wait_for 5 "$DEV removed" dev_absent $DEV
+	ok "harness-created $DEV deleted"
+fi
+for d in "$SYS"/*; do
+	if [ -e "$d/sroce_abi_version" ]; then
+		fail "stray sroce device $(basename "$d")"
+	fi
+done
+
+add_dev $DEV "$NETDEV"
+check_active $DEV "$NETDEV"
+ok "$DEV added on $NETDEV, port ACTIVE/LinkUp, rdma link shows netdev"
+
+[ "$(cat $SYS/$DEV/sroce_abi_version)" = "$abi" ] ||
+	fail "sroce_abi_version '$(cat $SYS/$DEV/sroce_abi_version)' != $abi"
+ok "sysfs sroce_abi_version = $abi"
+[ "$(cat $SYS/$DEV/node_guid)" = "$(expected_guid "$NETDEV")" ] ||
+	fail "node_guid $(cat $SYS/$DEV/node_guid), want $(expected_guid "$NETDEV")"
+ok "node_guid $(cat $SYS/$DEV/node_guid) is the EUI-64 of $NETDEV's MAC"
+grep -qx Ethernet $SYS/$DEV/ports/1/link_layer ||
+	fail "link_layer $(cat $SYS/$DEV/ports/1/link_layer)"
+ok "link_layer Ethernet"
+
+expect_add_refused sroce1 "$NETDEV" "File exists" \
+	"$NETDEV already has RDMA device $DEV"
+expect_add_refused rxe7 "$NETDEV" "Invalid argument" \
+	"rxe\* device names belong to rdma_rxe"
+expect_add_refused sroce1 lo "Invalid argument" "lo is not an Ethernet device"
+check_active $DEV "$NETDEV"
+ok "$DEV unaffected by the refused adds"
+
+rdma link delete $DEV || fail "rdma link delete $DEV"
+wait_for 5 "$DEV removed" dev_absent $DEV
+rdma link show 2>/dev/null | grep -q "^link $DEV/" && fail "rdma link still lists $DEV"
+ok "rdma link delete removed $DEV"
+
+add_dev $DEV "$NETDEV"
+check_active $DEV "$NETDEV"
+ok "$DEV re-added on $NETDEV"
+
+# --- port state follows the netdev --------------------------------------
+events=""
+if have_provider $DEV; then
+	events=$(mktemp)
+	timeout 60 ibv_asyncwatch -d $DEV >"$events" 2>&1 &
+	watch_pid=$!
+	sleep 1
+fi
+ip6=$(ip -6 -o addr show dev "$NETDEV" scope global | awk '{ print $4 }')
+
+ip link set "$NETDEV" down
+wait_for 10 "$DEV port DOWN" port_state_is $DEV "1: DOWN"
+phys_state_is $DEV "3: Disabled" ||
+	fail "phys_state $(cat $SYS/$DEV/ports/1/phys_state) with $NETDEV down"
+rdma_link_has $DEV "state DOWN physical_state DISABLED" ||
+	fail "rdma link: $(rdma link show $DEV/1)"
+ok "ip link set $NETDEV down -> port DOWN/Disabled"
+if [ -n "$events" ]; then
+	ibv_devinfo -d $DEV | grep -q "state:.*PORT_DOWN" ||
+		fail "ibv_devinfo: $(ibv_devinfo -d $DEV | grep state:)"
+	ok "ibv_devinfo shows PORT_DOWN"
+fi
+
+ip link set "$NETDEV" up
+check_active $DEV "$NETDEV"
+ok "ip link set $NETDEV up -> port ACTIVE/LinkUp"
+# IPv6 drops addresses on link down; give back what the harness set.
+for a in $ip6; do
+	ip -6 addr replace "$a" dev "$NETDEV" nodad
+done
+if [ -n "$events" ]; then
+	ibv_devinfo -d $DEV | grep -q "state:.*PORT_ACTIVE" ||
+		fail "ibv_devinfo: $(ibv_devinfo -d $DEV | grep state:)"
+	ok "ibv_devinfo shows PORT_ACTIVE"
+	sleep 1
+	kill "$watch_pid" 2>/dev/null || true
+	wait "$watch_pid" 2>/dev/null || true
+	grep -q "PORT_ERR" "$events" || fail "no PORT_ERR event: $(cat "$events")"
+	grep -q "PORT_ACTIVE" "$events" ||
+		fail "no PORT_ACTIVE event: $(cat "$events")"
+	[ "$(grep -n PORT_ERR "$events" | head -1 | cut -d: -f1)" -lt \
+		"$(grep -n PORT_ACTIVE "$events" | tail -1 | cut -d: -f1)" ] ||
+		fail "events out of order: $(cat "$events")"
+	ok "ibv_asyncwatch saw PORT_ERR then PORT_ACTIVE"
+	rm -f "$events"
+else
+	log "provider not usable here: ibv_devinfo/ibv_asyncwatch checks NOT run"
+	fail "libibverbs cannot open $DEV (RDMAV_DRIVERS=${RDMAV_DRIVERS:-unset})"
+fi
+
+# Carrier without admin state: a veth's carrier follows its peer.
+ip link add sv0 type veth peer name sv1
+ip link set sv0 up
+ip link set sv1 up
+add_dev sroce9 sv0
+check_active sroce9 sv0
+expect_add_refused sroce8 sv0 "File exists" "sv0 already has RDMA device sroce9"
+ip link set sv1 down
+wait_for 10 "sroce9 DOWN on carrier loss" port_state_is sroce9 "1: DOWN"
+phys_state_is sroce9 "2: Polling" ||
+	fail "phys_state $(cat $SYS/sroce9/ports/1/phys_state) without carrier"
+ok "carrier off (peer down) -> port DOWN/Polling"
+ip link set sv1 up
+check_active sroce9 sv0
+ok "carrier on -> port ACTIVE"
+
+# --- the netdev going away ----------------------------------------------
+ip link del sv0
+wait_for 10 "sroce9 removed with its netdev" dev_absent sroce9
+ok "deleting the netdev removed sroce9"
+
+ip link add sv0 type veth peer name sv1
+ip link set sv0 up
+add_dev sroce9 sv0
+ip netns add sroce-lifecycle
+ip link set sv0 netns sroce-lifecycle
+wait_for 10 "sroce9 removed when sv0 left the namespace" dev_absent sroce9
+ok "moving the netdev to another namespace removed sroce9"
+ip netns exec sroce-lifecycle rdma link add sroce9 type sroce netdev sv0 ||
+	fail "rdma link add from inside a namespace"
+wait_for 5 "sroce9 added from a namespace" dev_exists sroce9
+# rdma link names the netdev only to callers in the netdev's namespace.
+ip netns exec sroce-lifecycle rdma link show sroce9/1 | grep -q "netdev sv0" ||
+	fail "rdma link in the namespace: $(ip netns exec sroce-lifecycle rdma link show sroce9/1)"
+ok "device added on a netdev of another namespace"
+ip netns del sroce-lifecycle
+wait_for 15 "sroce9 removed with its namespace" dev_absent sroce9
+ok "deleting the namespace (and its netdev) removed sroce9"
+
+# --- rmmod with devices present -----------------------------------------
+ip link add sv0 type veth peer name sv1
+add_dev sroce9 sv0
+dev_exists $DEV || fail "$DEV vanished"
+rmmod sroce || fail "rmmod sroce with devices present"
+for d in $DEV sroce9; do
+	dev_absent "$d" || fail "$d still present after rmmod"
+done
+grep -q '^sroce ' /proc/modules && fail "sroce still loaded"
+ok "rmmod sroce removed $DEV and sroce9"
+ip link del sv0
+
+if [ -n "$kmemleak" ]; then
+	# Objects must be older than kmemleak's minimum age to be reported.
+	sleep 6
+	echo scan >$kmemleak
+	echo scan >$kmemleak
+	leaks=$(cat $kmemleak)
+	[ -z "$leaks" ] || fail "kmemleak after rmmod: $leaks"
+	ok "kmemleak: nothing leaked after rmmod"
+else
+	log "kernel without kmemleak: leak scan only on the debug kernel"
+fi
+
+insmod "$SROCE_MODULE" || fail "insmod $SROCE_MODULE after rmmod"
+add_dev $DEV "$NETDEV"
+check_active $DEV "$NETDEV"
+ok "module reloaded, $DEV re-added and ACTIVE"
+
+log "$checks checks passed"
