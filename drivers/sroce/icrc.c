@@ -58,8 +58,14 @@ static u32 sroce_icrc_data(struct sk_buff *skb, u32 crc, unsigned int from,
 
 	skb_prepare_seq_read(skb, from, to, &st);
 	while ((n = skb_seq_read(consumed, &data, &st)) != 0) {
+		/* skb_seq_read() returns whole blocks, even past @to. */
+		n = min(n, to - from - consumed);
 		crc = crc32_le(crc, data, n);
 		consumed += n;
+		if (consumed == to - from) {
+			skb_abort_seq_read(&st);
+			break;
+		}
 	}
 	return crc;
 }
