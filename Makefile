@@ -17,9 +17,9 @@ MODULE_SOURCES := Kbuild drivers include tests/kunit
 # builds (debug) the kernel first; `host` is the running kernel's headers.
 HOST_KBUILD_DIR = /lib/modules/$(shell uname -r)/build
 
-.PHONY: all deps module provider check check-full demo bench lint install clean
+.PHONY: all deps module provider verify check check-full demo bench lint install clean
 
-all: module provider
+all: module provider verify
 
 deps:
 	tools/install-deps
@@ -36,6 +36,14 @@ module:
 provider:
 	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(PROVDIR) --parallel 2
+
+# The end-to-end data checker run by tests/integration/verify.sh.
+VERIFY := $(BUILD)/sroce-verify
+verify: $(VERIFY)
+
+$(VERIFY): tests/verify/sroce-verify.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
 
 check: deps
 	tests/run

@@ -1,0 +1,65 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce timeout=900
+# SPDX-License-Identifier: GPL-2.0
+# End-to-end data check with tests/verify/sroce-verify over rdma_cm, guest a
+# serving, guest b driving: several RC QPs RDMA-WRITE random data to MRs at
+# odd addresses and lengths (1 B .. ~300 KiB, multi-SGE) and READ it back,
+# SEND / SEND with immediate / WRITE with immediate messages whose length,
+# immediate and contents the server checks, fetch-add and compare-swap with
+# every returned original value checked, the server's final memory (hash of
+# every byte, atomic slots, guard bytes around each MR) checked by the
+# server, then the negative cases (access outside an MR, wrong rkey,
+# read-only MR, atomic without permission, misaligned atomic, SEND longer
+# than the receive) that must fail with the right status and change no byte.
+# Over IPv4, then again with fewer operations over IPv6.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_pair
+require_cmd rdma ss
+verify=$SROCE_BUILD/sroce-verify
+[[ -x $verify ]] || fail "$verify is missing (make verify)"
+
+qps=3 ops=40 qps6=2 ops6=12
+if [[ $SROCE_KERNEL == debug ]]; then
+	qps=2 ops=12 qps6=1 ops6=6
+fi
+seed=$((0x5eed0000 + RANDOM))
+
+# run FAMILY PORT QPS OPS: one client/server session.
+run() {
+	local family=$1 port=$2 nqp=$3 nops=$4 out pid peer local_ip
+	out=$SROCE_OUT/verify-ipv$family-$SROCE_ROLE.txt
+	local_ip=$SROCE_LOCAL_IP peer=$SROCE_PEER_IP
+	if [[ $family == 6 ]]; then
+		local_ip=$SROCE_LOCAL_IP6 peer=$SROCE_PEER_IP6
+	fi
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 400 "$verify" -s -b "$local_ip" -p "$port" -t 380 \
+			>"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" rdma
+		wait "$pid" || { cat "$out"; fail "IPv$family: sroce-verify server failed"; }
+		grep -q "^server: .* 0 failed: PASS$" "$out" ||
+			{ cat "$out"; fail "IPv$family: server did not report PASS"; }
+	else
+		wait_peer_port "$port"
+		with_timeout 400 "$verify" -c "$peer" -p "$port" -q "$nqp" \
+			-n "$nops" -S "$seed" -t 380 >"$out" 2>&1 ||
+			{ cat "$out"; fail "IPv$family: sroce-verify client failed"; }
+		grep -q "^client: .* 0 failed: PASS$" "$out" ||
+			{ cat "$out"; fail "IPv$family: client did not report PASS"; }
+		# every negative case ran and failed the right way
+		[[ $(grep -c "^client: negative case" "$out") -eq 6 ]] ||
+			{ cat "$out"; fail "IPv$family: not every negative case ran"; }
+	fi
+	cat "$out"
+	log "IPv$family: $nqp QPs x $nops operations checked ($SROCE_DEV_TYPE side)"
+}
+
+run 4 18600 "$qps" "$ops"
+barrier v4-done 600
+run 6 18601 "$qps6" "$ops6"
+barrier done 600
+log "PASS"
