@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for scripts run in guests by tools/sroce-vm. Source it with
+#   . "$SROCE_TOP/tests/integration/lib.sh"
+# Everything here has a timeout; nothing here passes when it cannot check.
+# shellcheck shell=bash
+
+: "${SROCE_ROLE:?lib.sh runs inside a guest started by tools/sroce-vm}"
+SROCE_PEER_ROLE=$([[ $SROCE_ROLE == a ]] && echo b || echo a)
+_SROCE_LIB_STATE=/tmp/.sroce-lib
+mkdir -p "$_SROCE_LIB_STATE"
+
+# log MESSAGE...: a line tagged with this guest's role and the elapsed time.
+log() {
+	echo "[$SROCE_ROLE +${SECONDS}s] $*"
+}
+
+# fail MESSAGE...: report a failed check and end the script.
+fail() {
+	echo "[$SROCE_ROLE +${SECONDS}s] FAIL: $*" >&2
+	exit 1
+}
+
+# require_pair: for scripts that need two guests.
+require_pair() {
+	[[ ${SROCE_PAIR:-0} == 1 ]] || fail "this script needs two guests (sroce-vm run --pair)"
+}
+
+# require_cmd CMD...: fail unless every command exists.
+require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || fail "command '$c' is not available"
+	done
+}
+
+# retry COUNT DELAY CMD...: run CMD until it succeeds, at most COUNT times,
+# sleeping DELAY seconds between tries. Returns CMD's last status.
+retry() {
+	local count=$1 delay=$2 n=1 rc
+	shift 2
+	while :; do
+		"$@" && return 0
+		rc=$?
+		((n >= count)) && return "$rc"
+		n=$((n + 1))
+		sleep "$delay"
+	done
+}
+
+# wait_for SECONDS CMD...: poll CMD (every 0.2 s) until it succeeds; 1 on
+# timeout.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS >= deadline)) && return 1
+		sleep 0.2
+	done
+}
+
+# with_timeout SECONDS CMD...: run CMD, killing it (and its children) after
+# SECONDS; status 124 then.
+with_timeout() {
+	local t=$1
+	shift
+	timeout -k 5 "$t" "$@"
+}
+
+# barrier NAME [SECONDS]: wait until the other guest reaches the barrier of
+# the same name (the n-th call with NAME meets the peer's n-th). No-op with
+# one guest. Fails the script on timeout (default 120 s).
+barrier() {
+	local name=$1 t=${2:-120} count_file n
+	[[ ${SROCE_PAIR:-0} == 1 ]] || return 0
+	count_file=$_SROCE_LIB_STATE/barrier.$name
+	n=$(($(cat "$count_file" 2>/dev/null || echo 0) + 1))
+	echo "$n" >"$count_file"
+	: >"$SROCE_PAIR_DIR/barrier.$name.$n.$SROCE_ROLE"
+	wait_for "$t" test -e "$SROCE_PAIR_DIR/barrier.$name.$n.$SROCE_PEER_ROLE" ||
+		fail "barrier '$name' #$n: the peer did not arrive within ${t}s"
+}
+
+# listening PORT [tcp|rdma]: is a local TCP socket or rdma_cm id listening on
+# PORT?
+listening() {
+	local port=$1 kind=${2:-tcp}
+	case $kind in
+	tcp) [[ -n $(ss -Hltn "sport = :$port" 2>/dev/null) ]] ;;
+	rdma) rdma resource show cm_id 2>/dev/null | grep -qE "state LISTEN .*src-(port |addr [^ ]*:)$port( |$)" ;;
+	*) fail "listening: kind is tcp or rdma, not '$kind'" ;;
+	esac
+}
+
+# announce_port PORT [tcp|rdma] [SECONDS]: wait until a server of this guest
+# listens on PORT, then tell the peer (see wait_peer_port). Probing the port
+# over the network would be taken as a client by one-shot servers such as
+# ibv_rc_pingpong, so the server side reports it through the pair dir.
+announce_port() {
+	local port=$1 kind=${2:-tcp} t=${3:-60}
+	wait_for "$t" listening "$port" "$kind" ||
+		fail "nothing listens on $kind port $port after ${t}s"
+	[[ ${SROCE_PAIR:-0} == 1 ]] && : >"$SROCE_PAIR_DIR/port.$port.$SROCE_ROLE"
+	return 0
+}
+
+# wait_peer_port PORT [SECONDS]: wait for the peer's announce_port PORT, and
+# consume it (the next wait needs a new announcement).
+wait_peer_port() {
+	local port=$1 t=${2:-60} flag
+	require_pair
+	flag=$SROCE_PAIR_DIR/port.$port.$SROCE_PEER_ROLE
+	wait_for "$t" test -e "$flag" || fail "the peer did not listen on port $port within ${t}s"
+	rm -f "$flag"
+}
+
+# netdev_of_dev DEV: the netdev an RDMA device's port 1 sits on.
+netdev_of_dev() {
+	cat "/sys/class/infiniband/$1/ports/1/gid_attrs/ndevs/0" 2>/dev/null
+}
+
+# dev_of_netdev NETDEV: the RDMA device on NETDEV (first one found).
+dev_of_netdev() {
+	local d
+	for d in /sys/class/infiniband/*; do
+		[[ -e $d ]] || continue
+		[[ $(netdev_of_dev "${d##*/}") == "$1" ]] && { echo "${d##*/}"; return 0; }
+	done
+	return 1
+}
+
+# gid_of_ip IP: the GID text form sysfs uses for an IPv4 or IPv6 address.
+gid_of_ip() {
+	python3 - "$1" <<-'EOF'
+		import ipaddress, sys
+		a = ipaddress.ip_address(sys.argv[1])
+		b = (ipaddress.IPv6Address("::ffff:" + str(a)) if a.version == 4 else a).packed
+		print(":".join(b[i:i + 2].hex() for i in range(0, 16, 2)))
+	EOF
+}
+
+# _gid_find PORTDIR GID: lowest index of a RoCE v2 entry equal to GID. The
+# table has hundreds of entries: one grep, then shell builtins only.
+_gid_find() {
+	local f i type best=
+	while IFS= read -r f; do
+		i=${f##*/}
+		type=
+		read -r type <"$1/gid_attrs/types/$i" 2>/dev/null || true
+		[[ $type == "RoCE v2" ]] || continue
+		[[ -z $best || $i -lt $best ]] && best=$i
+	done < <(grep -lx "$2" "$1"/gids/* 2>/dev/null)
+	[[ -n $best ]] && echo "$best"
+}
+
+# gid_index DEV [4|6] [IP]: index of DEV's RoCE v2 GID for this guest's IPv4
+# (default) or IPv6 address, or for IP. Waits up to 10 s for the GID table.
+gid_index() {
+	local dev=$1 family=${2:-4} ip=${3:-} gid port
+	if [[ -z $ip ]]; then
+		ip=$([[ $family == 6 ]] && echo "$SROCE_LOCAL_IP6" || echo "$SROCE_LOCAL_IP")
+	fi
+	gid=$(gid_of_ip "$ip")
+	port=/sys/class/infiniband/$dev/ports/1
+	wait_for 10 _gid_find "$port" "$gid" >/dev/null || fail "$dev has no RoCE v2 GID for $ip"
+	_gid_find "$port" "$gid"
+}
+
+# kmemleak_check: on kernels with kmemleak (debug), scan now and fail on any
+# reported leak. Use after rmmod in lifecycle tests; the harness also scans
+# after every script.
+kmemleak_check() {
+	local k=/sys/kernel/debug/kmemleak report
+	[[ -w $k ]] || return 0
+	sleep 5
+	echo scan >"$k"
+	sleep 1
+	echo scan >"$k"
+	report=$(cat "$k")
+	[[ -z $report ]] || fail "kmemleak reports leaks:"$'\n'"$report"
+}
