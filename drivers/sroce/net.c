@@ -689,9 +689,10 @@ static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av,
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 }
 
+/* BHs are disabled: this CPU's counters are ours. */
 static void sroce_tx_count(struct sroce_net_port *port, unsigned int bytes)
 {
-	struct sroce_net_stats *st = get_cpu_ptr(port->stats);
+	struct sroce_net_stats *st = this_cpu_ptr(port->stats);
 
 	u64_stats_update_begin(&st->syncp);
 	if (bytes) {
@@ -701,33 +702,23 @@ static void sroce_tx_count(struct sroce_net_port *port, unsigned int bytes)
 		u64_stats_inc(&st->tx_errors);
 	}
 	u64_stats_update_end(&st->syncp);
-	put_cpu_ptr(port->stats);
 }
 
-int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
-		   struct sk_buff *skb)
+/* Put UDP and IP headers before the BTH and the ICRC after the payload. */
+static int sroce_net_encap(struct net *net, struct sroce_av *av,
+			   struct sk_buff *skb, unsigned int *len)
 {
-	struct sroce_net_port *port = &sdev->net_port;
 	bool ipv4 = av->network_type == RDMA_NETWORK_IPV4;
-	struct net *net = dev_net(sdev->ndev);
-	unsigned int tail, len;
+	unsigned int tail;
 	struct dst_entry *dst;
 	struct udphdr *udph;
 	__le32 icrc_le;
 	u8 *icrc;
-	int err;
-
-	if (unlikely(!READ_ONCE(port->snet))) {
-		err = -ENETDOWN;
-		goto drop;
-	}
 
 	tail = sroce_bth_pad((struct sroce_bth *)skb->data) + SROCE_ICRC_LEN;
 	icrc = sroce_put_tail(skb, tail);
-	if (unlikely(!icrc)) {
-		err = -ENOMEM;
-		goto drop;
-	}
+	if (unlikely(!icrc))
+		return -ENOMEM;
 	icrc += tail - SROCE_ICRC_LEN;
 
 	udph = skb_push(skb, sizeof(*udph));
@@ -738,38 +729,53 @@ int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
 	udph->check = 0;
 
 	dst = ipv4 ? sroce_route4(net, av) : sroce_route6(net, av);
-	if (IS_ERR(dst)) {
-		err = -EHOSTUNREACH;
-		goto drop;
-	}
-	len = skb->len + (ipv4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr));
-	if (unlikely(len > dst_mtu(dst))) {
+	if (IS_ERR(dst))
+		return -EHOSTUNREACH;
+	*len = skb->len + (ipv4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr));
+	if (unlikely(*len > dst_mtu(dst))) {
 		dst_release(dst);
-		err = -EMSGSIZE;
-		goto drop;
+		return -EMSGSIZE;
 	}
 	if (ipv4)
 		sroce_push_ip4(skb, av, dst);
 	else
 		sroce_push_ip6(skb, av, dst);
 	skb_dst_set(skb, dst);
-	skb->ip_summed = CHECKSUM_NONE;
-
 	skb->dev = dst->dev;
+	skb->ip_summed = CHECKSUM_NONE;
 
 	/* Every field the ICRC covers is final now. */
 	icrc_le = cpu_to_le32(sroce_icrc_compute(skb));
 	memcpy(icrc, &icrc_le, sizeof(icrc_le));
+	return 0;
+}
 
-	err = ipv4 ? ip_local_out(net, NULL, skb) : ip6_local_out(net, NULL, skb);
-	err = net_xmit_eval(err);
-	sroce_tx_count(port, err ? 0 : len);
-	if (err > 0)		/* NET_XMIT_DROP: a full queue */
-		err = -ENOBUFS;
-	return err;
+int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
+		   struct sk_buff *skb)
+{
+	struct net *net = dev_net(sdev->ndev);
+	unsigned int len = 0;
+	int err;
 
-drop:
-	sroce_tx_count(port, 0);
-	kfree_skb(skb);
+	/* dst_cache and the counters are per CPU; so is the IP output path. */
+	local_bh_disable();
+	if (unlikely(!READ_ONCE(sdev->net_port.snet)))
+		err = -ENETDOWN;
+	else
+		err = sroce_net_encap(net, av, skb, &len);
+	if (unlikely(err)) {
+		kfree_skb(skb);
+	} else {
+		/* The IP stack consumes skb, whatever it returns. */
+		if (av->network_type == RDMA_NETWORK_IPV4)
+			err = ip_local_out(net, NULL, skb);
+		else
+			err = ip6_local_out(net, NULL, skb);
+		err = net_xmit_eval(err);
+		if (err > 0)	/* NET_XMIT_DROP: a full queue */
+			err = -ENOBUFS;
+	}
+	sroce_tx_count(&sdev->net_port, err ? 0 : len);
+	local_bh_enable();
 	return err;
 }

@@ -175,7 +175,8 @@ int sroce_net_add_page(struct sk_buff *skb, struct page *page,
  * sport av->sport) and IPv4/IPv6, routes (cached in av) and sends through
  * the IP stack. Consumes skb. Returns 0 or -errno (-EMSGSIZE when larger
  * than the route's MTU, -EHOSTUNREACH without a route, -ENOBUFS when the
- * stack dropped it). Any context with BHs enabled or disabled.
+ * stack dropped it). Process or softirq context, never with hard IRQs
+ * disabled (it disables BHs itself).
  */
 int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
 		   struct sk_buff *skb);
