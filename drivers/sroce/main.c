@@ -33,6 +33,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce.h"
+#include "qp.h"
 
 static LIST_HEAD(sroce_devs);
 static DEFINE_MUTEX(sroce_devs_lock);
@@ -66,12 +67,28 @@ static int sroce_dev_init_concerns(struct sroce_dev *sdev)
 	if (err)
 		return err;
 	ib_set_device_ops(&sdev->ibdev, &sroce_verbs_ops);
+
+	err = sroce_transport_dev_init(sdev);
+	if (err) {
+		sroce_verbs_dev_cleanup(sdev);
+		return err;
+	}
+	ib_set_device_ops(&sdev->ibdev, &sroce_transport_ops);
+
+	err = sroce_net_open(sdev, sdev->ndev);
+	if (err) {
+		sroce_transport_dev_cleanup(sdev);
+		sroce_verbs_dev_cleanup(sdev);
+		return err;
+	}
 	return 0;
 }
 
 /* Reverse order of sroce_dev_init_concerns(); the device is unregistered. */
 static void sroce_dev_cleanup_concerns(struct sroce_dev *sdev)
 {
+	sroce_net_port_release(sdev);
+	sroce_transport_dev_cleanup(sdev);
 	sroce_verbs_dev_cleanup(sdev);
 }
 
@@ -327,6 +344,8 @@ static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
 	if (event == NETDEV_UNREGISTER) {
 		pr_info("%s: removing, %s is going away\n",
 			dev_name(&sdev->ibdev.dev), netdev_name(ndev));
+		/* Synchronously: the netns may go right after the netdev. */
+		sroce_net_close(sdev);
 		ib_unregister_device_queued(&sdev->ibdev);
 	} else {
 		sroce_port_update(sdev);
@@ -343,9 +362,14 @@ static int __init sroce_init(void)
 {
 	int err;
 
-	err = register_netdevice_notifier(&sroce_netdev_notifier);
+	err = sroce_net_module_init();
 	if (err)
 		return err;
+	err = register_netdevice_notifier(&sroce_netdev_notifier);
+	if (err) {
+		sroce_net_module_exit();
+		return err;
+	}
 	rdma_link_register(&sroce_link_ops);
 	return 0;
 }
@@ -366,6 +390,7 @@ static void __exit sroce_exit(void)
 		sroce_release_dev(sdev);
 
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
+	sroce_net_module_exit();
 }
 
 module_init(sroce_init);
