@@ -81,6 +81,7 @@ static int sroce_dev_init_concerns(struct sroce_dev *sdev)
 		sroce_verbs_dev_cleanup(sdev);
 		return err;
 	}
+	ib_set_device_ops(&sdev->ibdev, &sroce_net_ops);
 	return 0;
 }
 
@@ -235,6 +236,7 @@ static void sroce_dev_setup_attrs(struct sroce_dev *sdev,
 
 static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 {
+	struct ib_device *other;
 	struct sroce_dev *sdev;
 	int err;
 
@@ -247,6 +249,13 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 		pr_err("%s: %s is not an Ethernet device\n", ibdev_name,
 		       netdev_name(ndev));
 		return -EINVAL;
+	}
+	/* ib_core would refuse too, but with -ENFILE and no message. */
+	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
+	if (other) {
+		ib_device_put(other);
+		pr_err("%s: an RDMA device of that name exists\n", ibdev_name);
+		return -EEXIST;
 	}
 
 	sroce_reap_dead();

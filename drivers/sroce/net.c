@@ -379,6 +379,56 @@ void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c)
 	}
 }
 
+/* The counters as port hw_counters (sysfs, `rdma statistic`). */
+enum sroce_net_counter {
+	SROCE_CNT_TX_PACKETS,
+	SROCE_CNT_TX_BYTES,
+	SROCE_CNT_TX_ERRORS,
+	SROCE_CNT_RX_PACKETS,
+	SROCE_CNT_RX_BYTES,
+	SROCE_CNT_RX_ICRC_ERRORS,
+	SROCE_CNT_RX_MALFORMED,
+	SROCE_CNT_NUM
+};
+
+static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
+	[SROCE_CNT_TX_PACKETS] = { .name = "tx_packets" },
+	[SROCE_CNT_TX_BYTES] = { .name = "tx_bytes" },
+	[SROCE_CNT_TX_ERRORS] = { .name = "tx_errors" },
+	[SROCE_CNT_RX_PACKETS] = { .name = "rx_packets" },
+	[SROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
+	[SROCE_CNT_RX_ICRC_ERRORS] = { .name = "rx_icrc_errors" },
+	[SROCE_CNT_RX_MALFORMED] = { .name = "rx_malformed" },
+};
+
+static struct rdma_hw_stats *
+sroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port)
+{
+	return rdma_alloc_hw_stats_struct(sroce_net_stat_descs, SROCE_CNT_NUM,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int sroce_get_hw_stats(struct ib_device *ibdev,
+			      struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct sroce_net_counters c;
+
+	sroce_net_counters(to_sdev(ibdev), &c);
+	stats->value[SROCE_CNT_TX_PACKETS] = c.tx_packets;
+	stats->value[SROCE_CNT_TX_BYTES] = c.tx_bytes;
+	stats->value[SROCE_CNT_TX_ERRORS] = c.tx_errors;
+	stats->value[SROCE_CNT_RX_PACKETS] = c.rx_packets;
+	stats->value[SROCE_CNT_RX_BYTES] = c.rx_bytes;
+	stats->value[SROCE_CNT_RX_ICRC_ERRORS] = c.rx_icrc_errors;
+	stats->value[SROCE_CNT_RX_MALFORMED] = c.rx_malformed;
+	return SROCE_CNT_NUM;
+}
+
+const struct ib_device_ops sroce_net_ops = {
+	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
+	.get_hw_stats = sroce_get_hw_stats,
+};
+
 static int __net_init sroce_net_ns_init(struct net *net)
 {
 	struct sroce_net *snet = net_generic(net, sroce_net_id);
@@ -398,7 +448,7 @@ static void __net_exit sroce_net_ns_exit(struct net *net)
 	mutex_destroy(&snet->lock);
 }
 
-static struct pernet_operations sroce_net_ops = {
+static struct pernet_operations sroce_pernet_ops = {
 	.init = sroce_net_ns_init,
 	.exit = sroce_net_ns_exit,
 	.id = &sroce_net_id,
@@ -408,12 +458,12 @@ static struct pernet_operations sroce_net_ops = {
 int __init sroce_net_module_init(void)
 {
 	sroce_wire_init();
-	return register_pernet_subsys(&sroce_net_ops);
+	return register_pernet_subsys(&sroce_pernet_ops);
 }
 
 void sroce_net_module_exit(void)
 {
-	unregister_pernet_subsys(&sroce_net_ops);
+	unregister_pernet_subsys(&sroce_pernet_ops);
 }
 
 /* ---- address vectors ---- */

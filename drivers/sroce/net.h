@@ -130,6 +130,8 @@ void sroce_net_close(struct sroce_dev *sdev);
 void sroce_net_port_release(struct sroce_dev *sdev);
 
 void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c);
+/* Port hw_counters ops (tx_packets ... rx_icrc_errors) for the device. */
+extern const struct ib_device_ops sroce_net_ops;
 
 /*
  * Fill av from an AH / QP path attribute (RoCEv2 GID, IB_AH_GRH set, its
