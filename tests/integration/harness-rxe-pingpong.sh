@@ -67,7 +67,8 @@ else
 	with_timeout 120 rping -c -a "$SROCE_PEER_IP" -p 18517 -C "$count" -V -v >"$out" 2>&1 ||
 		{ cat "$out"; fail "rping client failed"; }
 fi
-pings=$(grep -c "^ping data:" "$out" || true)
+# The client prints "ping data: ...", the server "server ping data: ...".
+pings=$(grep -cE "^(server )?ping data: rdma-ping-" "$out" || true)
 [[ $pings -eq $count ]] || { cat "$out"; fail "rping: $pings pings seen, $count expected"; }
 log "rping over rdma_cm: $pings pings verified"
 barrier finished

@@ -66,6 +66,19 @@ with_timeout() {
 	timeout -k 5 "$t" "$@"
 }
 
+# _peer_wait SECONDS WHAT CMD...: wait_for, but fail at once if the peer's
+# script has ended (it will never do WHAT).
+_peer_wait() {
+	local deadline=$((SECONDS + $1)) what=$2 gone
+	shift 2
+	gone=$SROCE_PAIR_DIR/exit.$SROCE_PEER_ROLE
+	until "$@"; do
+		[[ -e $gone ]] && fail "$what: the peer's script already ended (status $(cat "$gone"))"
+		((SECONDS >= deadline)) && fail "$what: the peer did not get there in time"
+		sleep 0.2
+	done
+}
+
 # barrier NAME [SECONDS]: wait until the other guest reaches the barrier of
 # the same name (the n-th call with NAME meets the peer's n-th). No-op with
 # one guest. Fails the script on timeout (default 120 s).
@@ -76,8 +89,8 @@ barrier() {
 	n=$(($(cat "$count_file" 2>/dev/null || echo 0) + 1))
 	echo "$n" >"$count_file"
 	: >"$SROCE_PAIR_DIR/barrier.$name.$n.$SROCE_ROLE"
-	wait_for "$t" test -e "$SROCE_PAIR_DIR/barrier.$name.$n.$SROCE_PEER_ROLE" ||
-		fail "barrier '$name' #$n: the peer did not arrive within ${t}s"
+	_peer_wait "$t" "barrier '$name' #$n (${t}s)" \
+		test -e "$SROCE_PAIR_DIR/barrier.$name.$n.$SROCE_PEER_ROLE"
 }
 
 # listening PORT [tcp|rdma]: is a local TCP socket or rdma_cm id listening on
@@ -109,7 +122,7 @@ wait_peer_port() {
 	local port=$1 t=${2:-60} flag
 	require_pair
 	flag=$SROCE_PAIR_DIR/port.$port.$SROCE_PEER_ROLE
-	wait_for "$t" test -e "$flag" || fail "the peer did not listen on port $port within ${t}s"
+	_peer_wait "$t" "waiting ${t}s for the peer to listen on port $port" test -e "$flag"
 	rm -f "$flag"
 }
 
