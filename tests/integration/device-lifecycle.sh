@@ -201,6 +201,7 @@ ip link set sv1 up
 add_dev sroce9 sv0
 check_active sroce9 sv0
 expect_add_refused sroce8 sv0 "File exists" "sv0 already has RDMA device sroce9"
+expect_add_refused $DEV sv1 "File exists" "$DEV: an RDMA device of that name exists"
 ip link set sv1 down
 wait_for 10 "sroce9 DOWN on carrier loss" port_state_is sroce9 "1: DOWN"
 phys_state_is sroce9 "2: Polling" ||
