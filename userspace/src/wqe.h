@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Translation between libibverbs' work requests / completions and the ring
+// formats of include/uapi/rdma/sroce-abi.h. Pure functions over a slot's
+// bytes: no locking, no system calls.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/sroce-abi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sroce {
+
+// The ring formats this code writes and reads (sroce-abi.h).
+static_assert(sizeof(sroce_send_wqe) == SROCE_SEND_WQE_HDR_SIZE);
+static_assert(sizeof(sroce_recv_wqe) == SROCE_RECV_WQE_HDR_SIZE);
+static_assert(sizeof(sroce_sge) == 16);
+static_assert(sizeof(sroce_cqe) == 64);
+static_assert(offsetof(sroce_send_wqe, wr) == 32);
+
+// What the send queue was created with (the kernel's granted caps, bounded
+// by the slot size).
+struct SendQueueLimits {
+    ibv_qp_type qp_type = IBV_QPT_RC;
+    std::uint32_t max_sge = 0;
+    std::uint32_t max_inline = 0;
+    std::uint32_t stride = 0;
+};
+
+struct RecvQueueLimits {
+    std::uint32_t max_sge = 0;
+    std::uint32_t stride = 0;
+};
+
+// Largest SGE count / inline size a slot of `stride` bytes can carry.
+constexpr std::uint32_t send_slot_sge_capacity(std::uint32_t stride) noexcept {
+    return stride < SROCE_SEND_WQE_HDR_SIZE
+                   ? 0
+                   : (stride - SROCE_SEND_WQE_HDR_SIZE) / sizeof(sroce_sge);
+}
+constexpr std::uint32_t send_slot_inline_capacity(std::uint32_t stride) noexcept {
+    return stride < SROCE_SEND_WQE_HDR_SIZE ? 0 : stride - SROCE_SEND_WQE_HDR_SIZE;
+}
+constexpr std::uint32_t recv_slot_sge_capacity(std::uint32_t stride) noexcept {
+    return stride < SROCE_RECV_WQE_HDR_SIZE
+                   ? 0
+                   : (stride - SROCE_RECV_WQE_HDR_SIZE) / sizeof(sroce_sge);
+}
+
+// Whether a QP of this type can carry this opcode (what the kernel
+// executes: no memory windows or local invalidate yet).
+bool opcode_supported(ibv_qp_type qp_type, ibv_wr_opcode opcode) noexcept;
+
+// Writes one send WQE into `slot` (limits.stride bytes). ah_num is the
+// kernel's handle of wr.wr.ud.ah for UD QPs, ignored otherwise. Returns 0,
+// or EINVAL for a request the QP cannot carry (opcode, SGE count, inline
+// size, missing AH); the slot may then hold garbage but is not published.
+int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::uint32_t ah_num,
+                    std::byte* slot) noexcept;
+
+// Writes one receive WQE; 0 or EINVAL (too many SGEs).
+int encode_recv_wqe(const ibv_recv_wr& wr, const RecvQueueLimits& limits, std::byte* slot) noexcept;
+
+// Fills a work completion from a CQE slot.
+void decode_cqe(const std::byte* slot, ibv_wc& wc) noexcept;
+
+} // namespace sroce
