@@ -17,6 +17,7 @@
 #include <net/addrconf.h>
 #include <net/dst_cache.h>
 #include <net/ip.h>
+#include <net/ip6_checksum.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
@@ -786,13 +787,21 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
 		dst_release(dst);
 		return -EMSGSIZE;
 	}
-	if (ipv4)
+	skb->ip_summed = CHECKSUM_NONE;
+	if (ipv4) {
 		sroce_push_ip4(skb, av, dst);
-	else
+	} else {
 		sroce_push_ip6(skb, av, dst);
+		/*
+		 * A zero UDP checksum is legal over IPv4 only (RFC 8200):
+		 * checksum IPv6 packets, offloaded where the NIC can. The
+		 * ICRC does not cover the UDP checksum, so order is free.
+		 */
+		udp6_set_csum(false, skb, &av->saddr.v6, &av->daddr.v6,
+			      ntohs(udph->len));
+	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
-	skb->ip_summed = CHECKSUM_NONE;
 
 	/* Every field the ICRC covers is final now. */
 	icrc_le = cpu_to_le32(sroce_icrc_compute(skb));

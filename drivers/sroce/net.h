@@ -174,7 +174,8 @@ int sroce_net_add_page(struct sk_buff *skb, struct page *page,
 /*
  * Transmit a packet built on an skb from sroce_net_alloc_skb(): appends the
  * BTH's pad count of zero bytes and the ICRC, prepends UDP (dport 4791,
- * sport av->sport) and IPv4/IPv6, routes (cached in av) and sends through
+ * sport av->sport; checksum 0 over IPv4, computed or offloaded over IPv6)
+ * and IPv4/IPv6, routes (cached in av) and sends through
  * the IP stack. Consumes skb. Returns 0 or -errno (-EMSGSIZE when larger
  * than the route's MTU, -EHOSTUNREACH without a route, -ENOBUFS when the
  * stack dropped it). Process or softirq context, never with hard IRQs
