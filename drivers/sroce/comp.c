@@ -22,6 +22,13 @@
 #include "wire.h"
 
 #define SROCE_RNR_RETRY_INFINITE	7
+/*
+ * Consecutive retransmit timeouts double the timer, up to this shift. The
+ * QP's timeout is a minimum (IBTA 9.7.6.1.3); backing off keeps a path whose
+ * round trip grew past it (a slow or congested host) from resending its
+ * window faster than the window drains.
+ */
+#define SROCE_MAX_BACKOFF		6
 
 static u8 sroce_wc_opcode(u8 wr_opcode)
 {
@@ -221,9 +228,14 @@ static bool sroce_comp_outstanding(const struct sroce_qp *qp)
 	return qp->comp.psn != qp->req.psn_max;
 }
 
+static unsigned long sroce_comp_timeout(const struct sroce_qp *qp)
+{
+	return READ_ONCE(qp->comp.timeout_jiffies) << qp->comp.backoff;
+}
+
 void sroce_comp_arm_retrans(struct sroce_qp *qp)
 {
-	unsigned long t = READ_ONCE(qp->comp.timeout_jiffies);
+	unsigned long t = sroce_comp_timeout(qp);
 
 	if (t && !timer_pending(&qp->comp.retrans_timer))
 		mod_timer(&qp->comp.retrans_timer, jiffies + t);
@@ -232,11 +244,13 @@ void sroce_comp_arm_retrans(struct sroce_qp *qp)
 /* Forward progress: fresh retry budgets and a fresh timeout. */
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
-	unsigned long t = READ_ONCE(qp->comp.timeout_jiffies);
+	unsigned long t;
 
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.read_retried = false;
+	qp->comp.backoff = 0;
+	t = sroce_comp_timeout(qp);
 	if (!sroce_comp_outstanding(qp))
 		timer_delete(&qp->comp.retrans_timer);
 	else if (t)
@@ -586,6 +600,8 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		sroce_comp_fail(qp, comp->psn, IB_WC_RETRY_EXC_ERR, &n);
 	} else {
 		comp->retry_left--;
+		if (comp->backoff < SROCE_MAX_BACKOFF)
+			comp->backoff++;
 		sroce_req_go_back(qp, comp->psn);
 		run = true;
 	}
@@ -641,6 +657,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	comp->rnr_left = 0;
 	comp->rnr_wait = false;
 	comp->read_retried = false;
+	comp->backoff = 0;
 	timer_delete(&comp->retrans_timer);
 	timer_delete(&comp->rnr_timer);
 }

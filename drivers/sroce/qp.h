@@ -146,6 +146,7 @@ struct sroce_comp {
 	u8 rnr_left;
 	bool rnr_wait;		/* stopped until the RNR timer fires */
 	bool read_retried;	/* a READ response gap was already re-asked */
+	u8 backoff;		/* timeouts in a row: the timer doubles */
 	unsigned long timeout_jiffies;
 	struct timer_list retrans_timer;
 	struct timer_list rnr_timer;
