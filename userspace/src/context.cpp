@@ -14,10 +14,26 @@ namespace {
 constexpr verbs_context_ops make_context_ops() noexcept {
     verbs_context_ops ops{};
     ops.alloc_pd = alloc_pd;
+    ops.create_ah = create_ah;
+    ops.create_cq = create_cq;
+    ops.create_qp = create_qp;
+    ops.create_qp_ex = create_qp_ex;
     ops.dealloc_pd = dealloc_pd;
+    ops.dereg_mr = dereg_mr;
+    ops.destroy_ah = destroy_ah;
+    ops.destroy_cq = destroy_cq;
+    ops.destroy_qp = destroy_qp;
     ops.free_context = free_context;
+    ops.modify_qp = modify_qp;
+    ops.poll_cq = poll_cq;
+    ops.post_recv = post_recv;
+    ops.post_send = post_send;
     ops.query_device_ex = query_device_ex;
     ops.query_port = query_port;
+    ops.query_qp = query_qp;
+    ops.reg_mr = reg_mr;
+    ops.req_notify_cq = req_notify_cq;
+    ops.resize_cq = resize_cq;
     return ops;
 }
 

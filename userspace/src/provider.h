@@ -5,11 +5,16 @@
 // may unwind into libibverbs' C frames.
 #pragma once
 
+#include "mapping.h"
+#include "ring.h"
+#include "spin_lock.h"
 #include "udata.h"
 #include "verbs_private_abi.h"
+#include "wqe.h"
 
 #include <rdma/sroce-abi.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <type_traits>
@@ -40,6 +45,57 @@ struct Pd {
     std::uint32_t pdn = 0;
 };
 
+// Objects below embed the libibverbs struct first and are standard-layout,
+// so a pointer to that struct converts back with reinterpret_cast.
+
+struct Mr {
+    verbs_mr vmr;
+};
+
+struct Ah {
+    ibv_ah ah{};
+    std::uint32_t ah_num = 0; // the kernel's handle, put in UD send WQEs
+};
+
+struct Cq {
+    verbs_cq vcq{};
+    SpinLock lock;
+    ConsumerRing ring; // guarded by lock
+    Mapping mapping;   // guarded by lock (replaced by resize)
+};
+
+struct SendQueue {
+    SpinLock lock;
+    ProducerRing ring; // guarded by lock
+    SendQueueLimits limits;
+    Mapping mapping;
+};
+
+struct RecvQueue {
+    SpinLock lock;
+    ProducerRing ring; // guarded by lock
+    RecvQueueLimits limits;
+    Mapping mapping;
+};
+
+struct Qp {
+    verbs_qp vqp{};
+    SendQueue sq;
+    RecvQueue rq;
+    // The state as last set through modify_qp or seen by query_qp, for the
+    // checks posting does; the kernel may since have moved it to an error
+    // state, where posting is allowed anyway.
+    std::atomic<int> state{IBV_QPS_RESET};
+    // The doorbell: a uverbs POST_SEND write with no work requests. Built
+    // once; the kernel writes doorbell_resp. (Last: the command struct ends
+    // in a flexible array.)
+    ib_uverbs_post_send_resp doorbell_resp{};
+    verbs_cmd_post_send doorbell{};
+};
+
+static_assert(std::is_standard_layout_v<Mr> && std::is_standard_layout_v<Ah> &&
+              std::is_standard_layout_v<Cq> && std::is_standard_layout_v<Qp>);
+
 inline Context* to_context(ibv_context* ctx) noexcept {
     // ibv_context is the last member of verbs_context (public verbs.h), and
     // verbs_context is the first member of Context.
@@ -49,6 +105,18 @@ inline Context* to_context(ibv_context* ctx) noexcept {
 
 inline Pd* to_pd(ibv_pd* pd) noexcept {
     return reinterpret_cast<Pd*>(pd);
+}
+inline Mr* to_mr(verbs_mr* mr) noexcept {
+    return reinterpret_cast<Mr*>(mr);
+}
+inline Ah* to_ah(ibv_ah* ah) noexcept {
+    return reinterpret_cast<Ah*>(ah);
+}
+inline Cq* to_cq(ibv_cq* cq) noexcept {
+    return reinterpret_cast<Cq*>(cq);
+}
+inline Qp* to_qp(ibv_qp* qp) noexcept {
+    return reinterpret_cast<Qp*>(qp);
 }
 
 // ibv_cmd_* return a positive errno value; pointer-returning verbs report
@@ -66,5 +134,31 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
 int query_port(ibv_context* ctx, std::uint8_t port_num, ibv_port_attr* attr) noexcept;
 ibv_pd* alloc_pd(ibv_context* ctx) noexcept;
 int dealloc_pd(ibv_pd* pd) noexcept;
+
+// --- memory regions and address handles (mr.cpp) --------------------------
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
+               int access) noexcept;
+int dereg_mr(verbs_mr* mr) noexcept;
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept;
+int destroy_ah(ibv_ah* ah) noexcept;
+
+// --- completion queues (cq.cpp) ---------------------------------------------
+ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp_vector) noexcept;
+int destroy_cq(ibv_cq* cq) noexcept;
+int resize_cq(ibv_cq* cq, int cqe) noexcept;
+int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;
+int req_notify_cq(ibv_cq* cq, int solicited_only) noexcept;
+
+// --- queue pairs (qp.cpp) -----------------------------------------------------
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept;
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept;
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) noexcept;
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) noexcept;
+int destroy_qp(ibv_qp* qp) noexcept;
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+
+// Fills qp.doorbell for the QP's handle (create does this; tests too).
+void init_doorbell(Qp& qp) noexcept;
 
 } // namespace sroce

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace sroce {
 
@@ -53,10 +54,11 @@ inline std::atomic_ref<std::uint32_t> counter(std::byte* base, std::size_t offse
 
 } // namespace ring_detail
 
-class RingEnd {
+// Where a ring's slots are; shared by both ends.
+class RingView {
 public:
-    RingEnd() noexcept = default;
-    RingEnd(std::byte* base, RingGeometry geometry) noexcept
+    RingView() noexcept = default;
+    RingView(std::byte* base, RingGeometry geometry) noexcept
         : base_{base}, mask_{geometry.num_entries - 1}, stride_{geometry.stride} {}
 
     [[nodiscard]] std::uint32_t num_entries() const noexcept { return mask_ + 1; }
@@ -68,13 +70,13 @@ public:
         return base_ + SROCE_RING_SLOTS_OFFSET + std::size_t{counter & mask_} * stride_;
     }
 
-protected:
     [[nodiscard]] std::atomic_ref<std::uint32_t> shared_producer() const noexcept {
         return ring_detail::counter(base_, offsetof(sroce_ring_ctrl, producer));
     }
     [[nodiscard]] std::atomic_ref<std::uint32_t> shared_consumer() const noexcept {
         return ring_detail::counter(base_, offsetof(sroce_ring_ctrl, consumer));
     }
+
     // Slots in use, from a pair of counters; a peer counter further away
     // than the ring holds (a corrupt or hostile peer) reads as a full ring.
     [[nodiscard]] std::uint32_t used(std::uint32_t producer,
@@ -90,75 +92,93 @@ private:
 };
 
 // The end that fills slots: the provider for SQ/RQ/SRQ, the kernel for a CQ.
-class ProducerRing : public RingEnd {
+class ProducerRing {
 public:
     ProducerRing() noexcept = default;
-    // Starts from the producer counter found in the ring (the kernel may
-    // hand over a ring that is not at zero, e.g. after a CQ resize).
+    // Starts from the counters found in the ring (the kernel may hand over
+    // a ring that is not at zero, e.g. after a CQ resize).
     ProducerRing(std::byte* base, RingGeometry geometry) noexcept
-        : RingEnd{base, geometry}, head_{shared_producer().load(std::memory_order_relaxed)},
-          cached_consumer_{shared_consumer().load(std::memory_order_acquire)} {}
+        : view_{base, geometry}, head_{view_.shared_producer().load(std::memory_order_relaxed)},
+          cached_consumer_{view_.shared_consumer().load(std::memory_order_acquire)} {}
+
+    [[nodiscard]] const RingView& view() const noexcept { return view_; }
+    [[nodiscard]] bool valid() const noexcept { return view_.valid(); }
+    [[nodiscard]] std::byte* slot_at(std::uint32_t counter) const noexcept {
+        return view_.slot_at(counter);
+    }
 
     // Slots that can be filled now. Reads the consumer (acquire) only when
     // the cached view does not show `wanted` free slots: the consumer only
     // moves forward, so a stale cache can under-report space, never invent it.
     [[nodiscard]] std::uint32_t free_slots(std::uint32_t wanted = 1) noexcept {
-        std::uint32_t free = num_entries() - used(head_, cached_consumer_);
+        std::uint32_t free = view_.num_entries() - view_.used(head_, cached_consumer_);
         if (free < wanted) {
-            cached_consumer_ = shared_consumer().load(std::memory_order_acquire);
-            free = num_entries() - used(head_, cached_consumer_);
+            cached_consumer_ = view_.shared_consumer().load(std::memory_order_acquire);
+            free = view_.num_entries() - view_.used(head_, cached_consumer_);
         }
         return free;
     }
 
     // The n-th slot after the last one produced (n < free_slots()).
     [[nodiscard]] std::byte* next_slot(std::uint32_t n = 0) const noexcept {
-        return slot_at(head_ + n);
+        return view_.slot_at(head_ + n);
     }
 
     // Counts n more slots as filled; they stay invisible until publish().
     void advance(std::uint32_t n = 1) noexcept { head_ += n; }
 
     // Makes every filled slot visible to the consumer.
-    void publish() noexcept { shared_producer().store(head_, std::memory_order_release); }
+    void publish() noexcept { view_.shared_producer().store(head_, std::memory_order_release); }
 
     [[nodiscard]] std::uint32_t head() const noexcept { return head_; }
 
 private:
+    RingView view_;
     std::uint32_t head_ = 0;
     std::uint32_t cached_consumer_ = 0;
 };
 
 // The end that drains slots: the provider for a CQ, the kernel for SQ/RQ.
-class ConsumerRing : public RingEnd {
+class ConsumerRing {
 public:
     ConsumerRing() noexcept = default;
     ConsumerRing(std::byte* base, RingGeometry geometry) noexcept
-        : RingEnd{base, geometry}, tail_{shared_consumer().load(std::memory_order_relaxed)} {}
+        : view_{base, geometry}, tail_{view_.shared_consumer().load(std::memory_order_relaxed)} {}
+
+    [[nodiscard]] const RingView& view() const noexcept { return view_; }
+    [[nodiscard]] bool valid() const noexcept { return view_.valid(); }
+    [[nodiscard]] std::byte* slot_at(std::uint32_t counter) const noexcept {
+        return view_.slot_at(counter);
+    }
 
     // Slots the producer has published and we have not consumed (acquire:
     // their contents are visible once this returns).
     [[nodiscard]] std::uint32_t available() noexcept {
-        return used(shared_producer().load(std::memory_order_acquire), tail_);
+        return view_.used(view_.shared_producer().load(std::memory_order_acquire), tail_);
     }
 
     // The n-th unconsumed slot (n < available()).
     [[nodiscard]] const std::byte* peek(std::uint32_t n = 0) const noexcept {
-        return slot_at(tail_ + n);
+        return view_.slot_at(tail_ + n);
     }
 
     // Hands n slots back to the producer (release: our reads of them are
     // done before it may overwrite them).
     void consume(std::uint32_t n) noexcept {
         tail_ += n;
-        shared_consumer().store(tail_, std::memory_order_release);
+        view_.shared_consumer().store(tail_, std::memory_order_release);
     }
 
     [[nodiscard]] std::uint32_t tail() const noexcept { return tail_; }
 
 private:
+    RingView view_;
     std::uint32_t tail_ = 0;
 };
+
+// The provider's objects embed ring ends after a libibverbs struct and are
+// converted from it with reinterpret_cast: keep them standard-layout.
+static_assert(std::is_standard_layout_v<ProducerRing> && std::is_standard_layout_v<ConsumerRing>);
 
 inline std::optional<RingGeometry> validate_ring(const sroce_queue_info& info,
                                                  std::uint32_t min_stride) noexcept {

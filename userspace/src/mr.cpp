@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Memory regions and address handles: plain uverbs commands; the kernel
+// pins memory and resolves addresses.
+#include "provider.h"
+
+#include <new>
+
+namespace sroce {
+
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
+               int access) noexcept {
+    auto* mr = new (std::nothrow) Mr{};
+    if (mr == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_reg_mr cmd{};
+    ib_uverbs_reg_mr_resp resp{};
+    const int err = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, &mr->vmr, &cmd, sizeof(cmd),
+                                   &resp, sizeof(resp));
+    if (err != 0) {
+        delete mr;
+        set_errno(err);
+        return nullptr;
+    }
+    return &mr->vmr.mr;
+}
+
+int dereg_mr(verbs_mr* vmr) noexcept {
+    const int err = ibv_cmd_dereg_mr(vmr);
+    if (err != 0)
+        return err;
+    delete to_mr(vmr);
+    return 0;
+}
+
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
+    auto* ah = new (std::nothrow) Ah{};
+    if (ah == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    WithDriverData<ib_uverbs_create_ah_resp, sroce_create_ah_resp> resp;
+    const int err = ibv_cmd_create_ah(pd, &ah->ah, attr, resp.core(), resp.size());
+    if (err != 0) {
+        delete ah;
+        set_errno(err);
+        return nullptr;
+    }
+    ah->ah_num = resp.driver().ah_num;
+    return &ah->ah;
+}
+
+int destroy_ah(ibv_ah* ibah) noexcept {
+    const int err = ibv_cmd_destroy_ah(ibah);
+    if (err != 0)
+        return err;
+    delete to_ah(ibah);
+    return 0;
+}
+
+} // namespace sroce

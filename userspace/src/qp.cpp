@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// Queue pairs. Send and receive WQEs go straight into rings mapped from the
+// kernel; the only system call on the data path is the send doorbell.
+#include "provider.h"
+
+#include <algorithm>
+#include <mutex>
+#include <new>
+#include <unistd.h>
+#include <utility>
+
+namespace sroce {
+namespace {
+
+constexpr std::uint32_t kSupportedCreateMask = IBV_QP_INIT_ATTR_PD;
+
+bool qp_type_supported(ibv_qp_type type) noexcept {
+    return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+}
+
+int map_queue(int cmd_fd, const sroce_queue_info& info, std::uint32_t min_stride, Mapping& mapping,
+              ProducerRing& ring) noexcept {
+    const auto geometry = validate_ring(info, min_stride);
+    if (!geometry)
+        return EPROTO;
+    Mapping mapped = Mapping::map_shared(cmd_fd, info.mmap_len, info.mmap_key);
+    if (!mapped)
+        return errno;
+    ring = ProducerRing{static_cast<std::byte*>(mapped.data()), *geometry};
+    mapping = std::move(mapped);
+    return 0;
+}
+
+// Maps the rings of a new QP and fixes the limits posting enforces: what
+// the kernel granted, never more than a slot holds. The caps reported to
+// the caller are those limits.
+int setup_queues(Qp& qp, int cmd_fd, const sroce_create_qp_resp& drv, ibv_qp_cap& cap) noexcept {
+    if (drv.sq.mmap_len != 0) {
+        const int err = map_queue(cmd_fd, drv.sq, SROCE_SEND_WQE_HDR_SIZE + sizeof(sroce_sge),
+                                  qp.sq.mapping, qp.sq.ring);
+        if (err != 0)
+            return err;
+        const std::uint32_t stride = qp.sq.ring.view().stride();
+        qp.sq.limits = SendQueueLimits{
+                .qp_type = qp.vqp.qp.qp_type,
+                .max_sge = std::min(cap.max_send_sge, send_slot_sge_capacity(stride)),
+                .max_inline = std::min(cap.max_inline_data, send_slot_inline_capacity(stride)),
+                .stride = stride,
+        };
+        cap.max_send_sge = qp.sq.limits.max_sge;
+        cap.max_inline_data = qp.sq.limits.max_inline;
+        cap.max_send_wr = std::min(cap.max_send_wr, qp.sq.ring.view().num_entries());
+    }
+    if (drv.rq.mmap_len != 0) {
+        const int err =
+                map_queue(cmd_fd, drv.rq, SROCE_RECV_WQE_HDR_SIZE, qp.rq.mapping, qp.rq.ring);
+        if (err != 0)
+            return err;
+        const std::uint32_t stride = qp.rq.ring.view().stride();
+        qp.rq.limits = RecvQueueLimits{
+                .max_sge = std::min(cap.max_recv_sge, recv_slot_sge_capacity(stride)),
+                .stride = stride,
+        };
+        cap.max_recv_sge = qp.rq.limits.max_sge;
+        cap.max_recv_wr = std::min(cap.max_recv_wr, qp.rq.ring.view().num_entries());
+    } else if (qp.vqp.qp.srq == nullptr) {
+        return EPROTO; // no receive ring and no SRQ to receive into
+    }
+    return 0;
+}
+
+} // namespace
+
+void init_doorbell(Qp& qp) noexcept {
+    verbs_cmd_post_send& db = qp.doorbell;
+    db.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+    db.hdr.in_words = sizeof(db) / 4;
+    db.hdr.out_words = sizeof(qp.doorbell_resp) / 4;
+    db.core.response = reinterpret_cast<std::uintptr_t>(&qp.doorbell_resp);
+    db.core.qp_handle = qp.vqp.qp.handle;
+    db.core.wr_count = 0;
+    db.core.sge_count = 0;
+    // The kernel sizes its copy buffer by this even with no WRs.
+    db.core.wqe_size = sizeof(ib_uverbs_send_wr);
+}
+
+namespace {
+
+// Tells the kernel there are new send WQEs.
+int ring_doorbell(Qp& qp) noexcept {
+    const int fd = qp.vqp.qp.context->cmd_fd;
+    for (;;) {
+        const ssize_t n = ::write(fd, &qp.doorbell, sizeof(qp.doorbell));
+        if (n == static_cast<ssize_t>(sizeof(qp.doorbell)))
+            return 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 ? errno : EIO;
+    }
+}
+
+ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
+    if ((attr->comp_mask & ~kSupportedCreateMask) != 0 || !qp_type_supported(attr->qp_type)) {
+        set_errno(EOPNOTSUPP);
+        return nullptr;
+    }
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
+        set_errno(EINVAL);
+        return nullptr;
+    }
+    auto* qp = new (std::nothrow) Qp{};
+    if (qp == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_create_qp cmd{};
+    WithDriverData<ib_uverbs_create_qp_resp, sroce_create_qp_resp> resp;
+    int err =
+            ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd, sizeof(cmd), resp.core(), resp.size());
+    if (err != 0) {
+        delete qp;
+        set_errno(err);
+        return nullptr;
+    }
+    err = setup_queues(*qp, ctx->cmd_fd, resp.driver(), attr->cap);
+    if (err != 0) {
+        (void)ibv_cmd_destroy_qp(&qp->vqp.qp);
+        delete qp;
+        set_errno(err);
+        return nullptr;
+    }
+    init_doorbell(*qp);
+    return &qp->vqp.qp;
+}
+
+bool can_post_send(int state) noexcept {
+    return state != IBV_QPS_RESET && state != IBV_QPS_INIT && state != IBV_QPS_RTR;
+}
+
+} // namespace
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
+    ibv_qp_init_attr_ex ex{};
+    ex.qp_context = attr->qp_context;
+    ex.send_cq = attr->send_cq;
+    ex.recv_cq = attr->recv_cq;
+    ex.srq = attr->srq;
+    ex.cap = attr->cap;
+    ex.qp_type = attr->qp_type;
+    ex.sq_sig_all = attr->sq_sig_all;
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    ibv_qp* qp = create_common(pd->context, &ex);
+    if (qp != nullptr)
+        attr->cap = ex.cap;
+    return qp;
+}
+
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
+    return create_common(ctx, attr);
+}
+
+int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) noexcept {
+    verbs_cmd_modify_qp cmd{};
+    const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+    if (err == 0 && (attr_mask & IBV_QP_STATE) != 0)
+        to_qp(ibqp)->state.store(attr->qp_state, std::memory_order_release);
+    return err;
+}
+
+int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) noexcept {
+    verbs_cmd_query_qp cmd{};
+    const int err = ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd, sizeof(cmd));
+    if (err != 0)
+        return err;
+    Qp* qp = to_qp(ibqp);
+    qp->state.store(attr->qp_state, std::memory_order_release);
+    // Report what posting enforces, as create did.
+    if (qp->sq.ring.valid()) {
+        init_attr->cap.max_send_sge = std::min(init_attr->cap.max_send_sge, qp->sq.limits.max_sge);
+        init_attr->cap.max_inline_data =
+                std::min(init_attr->cap.max_inline_data, qp->sq.limits.max_inline);
+        attr->cap.max_send_sge = init_attr->cap.max_send_sge;
+        attr->cap.max_inline_data = init_attr->cap.max_inline_data;
+    }
+    if (qp->rq.ring.valid()) {
+        init_attr->cap.max_recv_sge = std::min(init_attr->cap.max_recv_sge, qp->rq.limits.max_sge);
+        attr->cap.max_recv_sge = init_attr->cap.max_recv_sge;
+    }
+    return 0;
+}
+
+int destroy_qp(ibv_qp* ibqp) noexcept {
+    const int err = ibv_cmd_destroy_qp(ibqp);
+    if (err != 0)
+        return err;
+    delete to_qp(ibqp); // unmaps the rings
+    return 0;
+}
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+    Qp* qp = to_qp(ibqp);
+    SendQueue& sq = qp->sq;
+    if (!sq.ring.valid() || !can_post_send(qp->state.load(std::memory_order_acquire))) {
+        *bad_wr = wr;
+        return EINVAL;
+    }
+
+    int err = 0;
+    std::uint32_t posted = 0;
+    ibv_send_wr* w = wr;
+    {
+        const std::lock_guard guard{sq.lock};
+        for (; w != nullptr; w = w->next) {
+            if (sq.ring.free_slots() == 0) {
+                err = ENOMEM; // like other providers: the SQ is full
+                break;
+            }
+            const std::uint32_t ah_num = (sq.limits.qp_type == IBV_QPT_UD && w->wr.ud.ah != nullptr)
+                                                 ? to_ah(w->wr.ud.ah)->ah_num
+                                                 : 0;
+            err = encode_send_wqe(*w, sq.limits, ah_num, sq.ring.next_slot());
+            if (err != 0)
+                break;
+            sq.ring.advance();
+            ++posted;
+        }
+        if (posted != 0)
+            sq.ring.publish();
+    }
+    if (posted != 0) {
+        // The WQEs are in the ring whatever happens here; a doorbell the
+        // kernel refuses means the QP is unusable, so say so.
+        const int db_err = ring_doorbell(*qp);
+        if (db_err != 0 && err == 0) {
+            err = db_err;
+            w = wr;
+        }
+    }
+    if (err != 0)
+        *bad_wr = w;
+    return err;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    Qp* qp = to_qp(ibqp);
+    RecvQueue& rq = qp->rq;
+    if (!rq.ring.valid() || qp->state.load(std::memory_order_acquire) == IBV_QPS_RESET) {
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    int err = 0;
+    std::uint32_t posted = 0;
+    ibv_recv_wr* w = wr;
+    const std::lock_guard guard{rq.lock};
+    for (; w != nullptr; w = w->next) {
+        if (rq.ring.free_slots() == 0) {
+            err = ENOMEM;
+            break;
+        }
+        err = encode_recv_wqe(*w, rq.limits, rq.ring.next_slot());
+        if (err != 0)
+            break;
+        rq.ring.advance();
+        ++posted;
+    }
+    if (posted != 0)
+        rq.ring.publish();
+    if (err != 0)
+        *bad_wr = w;
+    return err;
+}
+
+} // namespace sroce

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// The provider's post_send, post_recv and poll_cq entry points, run against
+// rings in plain memory and a pipe standing in for the uverbs command fd:
+// the test plays the kernel's part (consuming WQEs, producing CQEs) and
+// reads the doorbell writes from the pipe.
+#include "provider.h"
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <set>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace sroce {
+namespace {
+
+// Memory laid out as one kernel ring mapping.
+class RingMemory {
+public:
+    RingMemory(std::uint32_t entries, std::uint32_t stride)
+        : geometry_{entries, stride}, words_((geometry_.bytes() + 7) / 8) {}
+    [[nodiscard]] std::byte* base() { return reinterpret_cast<std::byte*>(words_.data()); }
+    [[nodiscard]] RingGeometry geometry() const { return geometry_; }
+    [[nodiscard]] sroce_ring_ctrl& ctrl() { return *reinterpret_cast<sroce_ring_ctrl*>(base()); }
+
+private:
+    RingGeometry geometry_;
+    std::vector<std::uint64_t> words_;
+};
+
+class FakeCmdFd {
+public:
+    FakeCmdFd() {
+        std::array<int, 2> fds{-1, -1};
+        // Writes block like the real command fd; reads return what is there.
+        if (::pipe2(fds.data(), O_CLOEXEC) == 0) {
+            read_end_ = fds[0];
+            write_end_ = fds[1];
+            (void)::fcntl(read_end_, F_SETFL, O_NONBLOCK);
+        }
+    }
+    FakeCmdFd(const FakeCmdFd&) = delete;
+    FakeCmdFd& operator=(const FakeCmdFd&) = delete;
+    FakeCmdFd(FakeCmdFd&&) = delete;
+    FakeCmdFd& operator=(FakeCmdFd&&) = delete;
+    ~FakeCmdFd() {
+        ::close(read_end_);
+        ::close(write_end_);
+    }
+    [[nodiscard]] int fd() const { return write_end_; }
+
+    // Takes the doorbell commands written so far.
+    std::vector<verbs_cmd_post_send> doorbells() const { // NOLINT(modernize-use-nodiscard)
+        std::vector<verbs_cmd_post_send> out;
+        verbs_cmd_post_send cmd{};
+        while (::read(read_end_, &cmd, sizeof(cmd)) == static_cast<ssize_t>(sizeof(cmd)))
+            out.push_back(cmd);
+        return out;
+    }
+
+private:
+    int read_end_ = -1;
+    int write_end_ = -1;
+};
+
+constexpr std::uint32_t kSqEntries = 8;
+constexpr std::uint32_t kSqStride = 128; // 4 SGEs or 64 inline bytes
+constexpr std::uint32_t kRqEntries = 4;
+constexpr std::uint32_t kRqStride = 16 + 2 * 16;
+constexpr std::uint32_t kQpHandle = 0x51;
+
+// A QP wired to fake rings, as create_qp leaves one.
+class FakeQp : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_GE(cmd_fd_.fd(), 0);
+        context_.cmd_fd = cmd_fd_.fd();
+        qp_ = std::make_unique<Qp>();
+        ibv_qp& ibqp = qp_->vqp.qp;
+        ibqp.context = &context_;
+        ibqp.handle = kQpHandle;
+        ibqp.qp_type = IBV_QPT_RC;
+        qp_->sq.ring = ProducerRing{sq_mem_.base(), sq_mem_.geometry()};
+        qp_->sq.limits = SendQueueLimits{IBV_QPT_RC, 4, 64, kSqStride};
+        qp_->rq.ring = ProducerRing{rq_mem_.base(), rq_mem_.geometry()};
+        qp_->rq.limits = RecvQueueLimits{2, kRqStride};
+        qp_->state = IBV_QPS_RTS;
+        init_doorbell(*qp_);
+        for (std::uint32_t i = 0; i < wrs_.size(); ++i) {
+            sge_[i] = ibv_sge{.addr = 0x1000ULL * (i + 1), .length = 64, .lkey = 7};
+            wrs_[i].wr_id = 100 + i;
+            wrs_[i].opcode = IBV_WR_SEND;
+            wrs_[i].sg_list = &sge_[i];
+            wrs_[i].num_sge = 1;
+            rwrs_[i].wr_id = 200 + i;
+            rwrs_[i].sg_list = &sge_[i];
+            rwrs_[i].num_sge = 1;
+        }
+    }
+
+    // Chains the first n work requests.
+    ibv_send_wr* send_chain(std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+            wrs_[i].next = i + 1 < n ? &wrs_[i + 1] : nullptr;
+        return wrs_.data();
+    }
+    ibv_recv_wr* recv_chain(std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+            rwrs_[i].next = i + 1 < n ? &rwrs_[i + 1] : nullptr;
+        return rwrs_.data();
+    }
+    sroce_send_wqe sq_slot(std::uint32_t counter) {
+        sroce_send_wqe wqe{};
+        std::memcpy(&wqe, qp_->sq.ring.slot_at(counter), sizeof(wqe));
+        return wqe;
+    }
+    ibv_qp* ibqp() { return &qp_->vqp.qp; }
+
+    FakeCmdFd cmd_fd_;
+    ibv_context context_{};
+    RingMemory sq_mem_{kSqEntries, kSqStride};
+    RingMemory rq_mem_{kRqEntries, kRqStride};
+    std::unique_ptr<Qp> qp_;
+    std::array<ibv_sge, 16> sge_{};
+    std::array<ibv_send_wr, 16> wrs_{};
+    std::array<ibv_recv_wr, 16> rwrs_{};
+};
+
+TEST_F(FakeQp, PostSendWritesTheRingAndRingsTheDoorbellOnce) {
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(post_send(ibqp(), send_chain(3), &bad), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 3U);
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        const auto wqe = sq_slot(i);
+        EXPECT_EQ(wqe.wr_id, 100U + i);
+        EXPECT_EQ(wqe.num_sge, 1U);
+    }
+    const auto bells = cmd_fd_.doorbells();
+    ASSERT_EQ(bells.size(), 1U) << "one system call per post_send, not per WR";
+    const auto& db = bells[0];
+    EXPECT_EQ(db.hdr.command, static_cast<std::uint32_t>(IB_USER_VERBS_CMD_POST_SEND));
+    EXPECT_EQ(db.hdr.in_words * 4U, sizeof(verbs_cmd_post_send));
+    EXPECT_EQ(db.hdr.out_words * 4U, sizeof(ib_uverbs_post_send_resp));
+    EXPECT_EQ(db.core.qp_handle, kQpHandle);
+    EXPECT_EQ(db.core.wr_count, 0U);
+    EXPECT_EQ(db.core.sge_count, 0U);
+    EXPECT_GE(db.core.wqe_size, sizeof(ib_uverbs_send_wr));
+    EXPECT_EQ(db.core.response, reinterpret_cast<std::uintptr_t>(&qp_->doorbell_resp));
+}
+
+TEST_F(FakeQp, FullSendQueueGivesEnomemAtTheFirstWrThatDoesNotFit) {
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(post_send(ibqp(), send_chain(kSqEntries + 2), &bad), ENOMEM);
+    EXPECT_EQ(bad, &wrs_[kSqEntries]);
+    EXPECT_EQ(sq_mem_.ctrl().producer, kSqEntries) << "the WRs that fit are posted";
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+
+    // Nothing fits until the kernel retires WQEs.
+    bad = nullptr;
+    EXPECT_EQ(post_send(ibqp(), send_chain(1), &bad), ENOMEM);
+    EXPECT_EQ(bad, wrs_.data());
+    EXPECT_TRUE(cmd_fd_.doorbells().empty()) << "no doorbell when nothing was posted";
+
+    sq_mem_.ctrl().consumer = 2;
+    EXPECT_EQ(post_send(ibqp(), send_chain(2), &bad), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, kSqEntries + 2);
+}
+
+TEST_F(FakeQp, BadWrInTheMiddleStopsThereAndKeepsTheOnesBefore) {
+    wrs_[2].num_sge = 5; // more than the QP's 4
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(post_send(ibqp(), send_chain(4), &bad), EINVAL);
+    EXPECT_EQ(bad, &wrs_[2]);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 2U);
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+}
+
+TEST_F(FakeQp, PostSendBeforeRtsIsRefusedUntouched) {
+    for (auto state : {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR}) {
+        qp_->state = state;
+        ibv_send_wr* bad = nullptr;
+        EXPECT_EQ(post_send(ibqp(), send_chain(2), &bad), EINVAL) << "state " << state;
+        EXPECT_EQ(bad, wrs_.data());
+    }
+    EXPECT_EQ(sq_mem_.ctrl().producer, 0U);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+
+    // Error states still take WRs (they complete flushed).
+    qp_->state = IBV_QPS_ERR;
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(post_send(ibqp(), send_chain(1), &bad), 0);
+}
+
+TEST_F(FakeQp, PostRecvWritesTheRingWithoutASystemCall) {
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(post_recv(ibqp(), recv_chain(3), &bad), 0);
+    EXPECT_EQ(rq_mem_.ctrl().producer, 3U);
+    sroce_recv_wqe wqe{};
+    std::memcpy(&wqe, qp_->rq.ring.slot_at(1), sizeof(wqe));
+    EXPECT_EQ(wqe.wr_id, 201U);
+    EXPECT_EQ(wqe.num_sge, 1U);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+}
+
+TEST_F(FakeQp, PostRecvLimits) {
+    ibv_recv_wr* bad = nullptr;
+    EXPECT_EQ(post_recv(ibqp(), recv_chain(kRqEntries + 1), &bad), ENOMEM);
+    EXPECT_EQ(bad, &rwrs_[kRqEntries]);
+    EXPECT_EQ(rq_mem_.ctrl().producer, kRqEntries);
+
+    rq_mem_.ctrl().consumer = kRqEntries;
+    rwrs_[0].num_sge = 3; // QP has 2
+    EXPECT_EQ(post_recv(ibqp(), recv_chain(1), &bad), EINVAL);
+
+    qp_->state = IBV_QPS_RESET;
+    rwrs_[0].num_sge = 1;
+    EXPECT_EQ(post_recv(ibqp(), recv_chain(1), &bad), EINVAL);
+    EXPECT_EQ(rq_mem_.ctrl().producer, kRqEntries);
+}
+
+// Several application threads post to one QP while a "kernel" thread
+// drains the SQ: every WR lands exactly once.
+TEST_F(FakeQp, ConcurrentPostersAndAConsumingKernel) {
+    constexpr int kThreads = 3;
+    constexpr std::uint64_t kPerThread = 20000;
+    std::atomic<bool> stop{false};
+    std::set<std::uint64_t> seen;
+    bool duplicate = false;
+
+    std::thread kernel{[&] {
+        ConsumerRing sq{sq_mem_.base(), sq_mem_.geometry()};
+        while (seen.size() < kThreads * kPerThread && !stop) {
+            (void)cmd_fd_.doorbells();
+            const std::uint32_t n = sq.available();
+            for (std::uint32_t i = 0; i < n; ++i) {
+                sroce_send_wqe wqe{};
+                std::memcpy(&wqe, sq.peek(i), sizeof(wqe));
+                duplicate |= !seen.insert(wqe.wr_id).second;
+            }
+            if (n != 0) {
+                sq.consume(n);
+            } else {
+                std::this_thread::yield();
+            }
+        }
+    }};
+    std::vector<std::thread> posters;
+    posters.reserve(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+        posters.emplace_back([&, t] {
+            ibv_sge sge{.addr = 0x1000, .length = 8, .lkey = 1};
+            ibv_send_wr wr{};
+            wr.opcode = IBV_WR_SEND;
+            wr.sg_list = &sge;
+            wr.num_sge = 1;
+            for (std::uint64_t i = 0; i < kPerThread;) {
+                wr.wr_id = (static_cast<std::uint64_t>(t) << 32) | i;
+                ibv_send_wr* bad = nullptr;
+                const int err = post_send(ibqp(), &wr, &bad);
+                if (err == 0) {
+                    ++i;
+                } else if (err == ENOMEM) {
+                    std::this_thread::yield();
+                } else {
+                    ADD_FAILURE() << "post_send: " << err;
+                    stop = true;
+                    return;
+                }
+            }
+        });
+    }
+    for (auto& p : posters)
+        p.join();
+    kernel.join();
+    EXPECT_FALSE(duplicate);
+    EXPECT_EQ(seen.size(), kThreads * kPerThread);
+}
+
+class FakeCq : public ::testing::Test {
+protected:
+    static constexpr std::uint32_t kEntries = 16;
+    void SetUp() override {
+        cq_ = std::make_unique<Cq>();
+        cq_->ring = ConsumerRing{mem_.base(), mem_.geometry()};
+        kernel_ = ProducerRing{mem_.base(), mem_.geometry()};
+    }
+    // The kernel's side: writes n CQEs and publishes them.
+    void produce(std::uint32_t n, std::uint64_t first_wr_id) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+            ASSERT_GT(kernel_.free_slots(), 0U);
+            sroce_cqe cqe{};
+            cqe.wr_id = first_wr_id + i;
+            cqe.status = IBV_WC_SUCCESS;
+            cqe.opcode = IBV_WC_RECV;
+            cqe.byte_len = 10 + i;
+            cqe.qp_num = 0x42;
+            std::memcpy(kernel_.next_slot(), &cqe, sizeof(cqe));
+            kernel_.advance();
+        }
+        kernel_.publish();
+    }
+    ibv_cq* ibcq() { return &cq_->vcq.cq; }
+
+    RingMemory mem_{kEntries, sizeof(sroce_cqe)};
+    std::unique_ptr<Cq> cq_;
+    ProducerRing kernel_;
+};
+
+TEST_F(FakeCq, PollReturnsPublishedCompletionsInOrder) {
+    std::array<ibv_wc, 8> wc{};
+    EXPECT_EQ(poll_cq(ibcq(), static_cast<int>(wc.size()), wc.data()), 0);
+    produce(5, 1000);
+    ASSERT_EQ(poll_cq(ibcq(), 3, wc.data()), 3);
+    EXPECT_EQ(wc[0].wr_id, 1000U);
+    EXPECT_EQ(wc[2].wr_id, 1002U);
+    EXPECT_EQ(wc[2].byte_len, 12U);
+    EXPECT_EQ(wc[2].qp_num, 0x42U);
+    EXPECT_EQ(mem_.ctrl().consumer, 3U) << "slots handed back to the kernel";
+    ASSERT_EQ(poll_cq(ibcq(), static_cast<int>(wc.size()), wc.data()), 2);
+    EXPECT_EQ(wc[1].wr_id, 1004U);
+    EXPECT_EQ(poll_cq(ibcq(), static_cast<int>(wc.size()), wc.data()), 0);
+    EXPECT_EQ(poll_cq(ibcq(), -1, wc.data()), -EINVAL);
+}
+
+TEST_F(FakeCq, PollingKeepsUpWithAKernelThread) {
+    constexpr std::uint64_t kTotal = 200000;
+    std::thread kernel{[&] {
+        for (std::uint64_t next = 0; next < kTotal;) {
+            const std::uint32_t n = kernel_.free_slots();
+            if (n == 0) {
+                std::this_thread::yield();
+                continue;
+            }
+            const auto batch =
+                    static_cast<std::uint32_t>(std::min<std::uint64_t>(n, kTotal - next));
+            for (std::uint32_t i = 0; i < batch; ++i) {
+                sroce_cqe cqe{};
+                cqe.wr_id = next + i;
+                std::memcpy(kernel_.next_slot(i), &cqe, sizeof(cqe));
+            }
+            kernel_.advance(batch);
+            kernel_.publish();
+            next += batch;
+        }
+    }};
+    std::array<ibv_wc, 7> wc{};
+    std::uint64_t expected = 0;
+    while (expected < kTotal) {
+        const int n = poll_cq(ibcq(), static_cast<int>(wc.size()), wc.data());
+        ASSERT_GE(n, 0);
+        for (int i = 0; i < n; ++i)
+            ASSERT_EQ(wc[static_cast<std::size_t>(i)].wr_id, expected++);
+        if (n == 0)
+            std::this_thread::yield();
+    }
+    kernel.join();
+}
+
+} // namespace
+} // namespace sroce
