@@ -5,6 +5,7 @@
 
 #include "device_match.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -53,11 +54,22 @@ void uninit_device(verbs_device* vdev) noexcept {
     delete reinterpret_cast<Device*>(vdev);
 }
 
+// libibverbs walks match_table whenever a device has a known driver id
+// (e.g. an rxe device), without checking for NULL: it must exist even
+// though match_device decides alone.
+constexpr std::array<verbs_match_ent, 1> kMatchTable = {
+        verbs_match_ent{.driver_data = nullptr,
+                        .u = {},
+                        .vendor = 0,
+                        .device = 0,
+                        .kind = VERBS_MATCH_SENTINEL},
+};
+
 constexpr verbs_device_ops kDeviceOps = {
         .name = kProviderName,
         .match_min_abi_version = SROCE_ABI_VERSION,
         .match_max_abi_version = SROCE_ABI_VERSION,
-        .match_table = nullptr,
+        .match_table = kMatchTable.data(),
         .static_providers = nullptr,
         .match_device = match_device,
         .alloc_context = alloc_context,
@@ -72,4 +84,9 @@ constexpr verbs_device_ops kDeviceOps = {
 }
 
 } // namespace
+
+const verbs_device_ops& device_ops() noexcept {
+    return kDeviceOps;
+}
+
 } // namespace sroce

@@ -126,6 +126,9 @@ inline int set_errno(int err) noexcept {
     return err;
 }
 
+// What the provider registers with libibverbs (provider.cpp).
+const verbs_device_ops& device_ops() noexcept;
+
 // --- verbs (context.cpp) ---------------------------------------------------
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* private_data) noexcept;
 void free_context(ibv_context* ctx) noexcept;
