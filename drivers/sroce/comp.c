@@ -136,6 +136,15 @@ static bool sroce_sq_drained(struct sroce_qp *qp)
 	       sroce_sq_shadow(qp, sq->tail)->state == SROCE_SWQE_QUEUED;
 }
 
+void sroce_comp_check_drained(struct sroce_qp *qp, struct sroce_comp_notify *n)
+{
+	if (qp->state == IB_QPS_SQD && qp->attr.sq_draining &&
+	    sroce_sq_drained(qp)) {
+		qp->attr.sq_draining = 0;
+		n->sq_drained = qp->attr.sqd_notify;
+	}
+}
+
 void sroce_comp_retire(struct sroce_qp *qp, struct sroce_comp_notify *n)
 {
 	struct sroce_sq *sq = &qp->sq;
@@ -162,12 +171,7 @@ void sroce_comp_retire(struct sroce_qp *qp, struct sroce_comp_notify *n)
 		sq->tail++;
 	}
 	sroce_queue_publish_consumer(&sq->queue, sq->tail);
-
-	if (qp->state == IB_QPS_SQD && qp->attr.sq_draining &&
-	    sroce_sq_drained(qp)) {
-		qp->attr.sq_draining = 0;
-		n->sq_drained = true;
-	}
+	sroce_comp_check_drained(qp, n);
 }
 
 /* Packets of the request of @wqe that carry PSNs (responses for READ). */

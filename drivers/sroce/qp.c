@@ -417,7 +417,8 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 
 /* The state change itself (sq_lock held). */
 static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
-			       enum ib_qp_state new, int mask,
+			       enum ib_qp_state new,
+			       const struct ib_qp_attr *attr, int mask,
 			       struct sroce_comp_notify *n)
 {
 	if (mask & IB_QP_SQ_PSN) {
@@ -429,8 +430,11 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
 	}
-	if (new == IB_QPS_SQD)
+	if (new == IB_QPS_SQD && cur != IB_QPS_SQD) {
 		qp->attr.sq_draining = 1;
+		qp->attr.sqd_notify = (mask & IB_QP_EN_SQD_ASYNC_NOTIFY) &&
+				      attr->en_sqd_async_notify;
+	}
 
 	switch (new) {
 	case IB_QPS_RESET:
@@ -442,6 +446,7 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 		break;
 	default:
 		WRITE_ONCE(qp->state, new);
+		sroce_comp_check_drained(qp, n);
 		break;
 	}
 }
@@ -485,7 +490,7 @@ static int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		sroce_av_set_qpns(&qp->av, ibqp->qp_num, qp->attr.dest_qpn);
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	sroce_qp_set_state(qp, cur, new, mask, &n);
+	sroce_qp_set_state(qp, cur, new, attr, mask, &n);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 	if (new == IB_QPS_RESET)

@@ -98,7 +98,8 @@ struct sroce_qp_attrs {
 	u8 max_dest_rd_atomic;	/* responder resources */
 	u32 sq_psn;
 	u32 rq_psn;
-	u8 sq_draining;		/* SQD: reported IB_EVENT_SQ_DRAINED yet */
+	u8 sq_draining;		/* SQD: WQEs started before it still run */
+	u8 sqd_notify;		/* IB_EVENT_SQ_DRAINED wanted when drained */
 };
 
 /*
@@ -298,6 +299,8 @@ void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n);
 /* Post a send-side completion for @wqe (sq_lock held); -ENOSPC: overrun. */
 int sroce_comp_post(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		    enum ib_wc_status status, struct sroce_comp_notify *n);
+/* SQD: report the drain once nothing started is left (sq_lock held). */
+void sroce_comp_check_drained(struct sroce_qp *qp, struct sroce_comp_notify *n);
 /* Retire DONE WQEs in order from the SQ tail (sq_lock held). */
 void sroce_comp_retire(struct sroce_qp *qp, struct sroce_comp_notify *n);
 /* Enter the error state and flush the SQ (sq_lock held). */
