@@ -7,17 +7,21 @@
  * (struct sroce_resp_state): PSN check, data placement, receive completion
  * and the decision what to answer. The answer (ACK, NAK, atomic ACK or
  * READ responses) is described in a struct resp_reply and transmitted after
- * the lock is dropped, so no lock is held across the IP stack.
+ * the lock is dropped, so no lock is held across the IP stack. Long READ
+ * responses are paced by a work item (resp_tx_work) instead of flooding
+ * the transmit queue from softirq.
  *
  * Everything in a packet is untrusted. net.c has checked that the headers
  * of the opcode are present and that the payload length matches the UDP
  * length; here lengths are checked against the path MTU, the message
  * (RETH DMA length, receive WQE) and the MR before a byte is placed.
  */
+#include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/minmax.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 #include "cq.h"
@@ -63,9 +67,11 @@ struct resp_reply {
 	u32 psn;
 	u32 msn;
 	u64 orig;		/* ATOMIC_ACK: the original value */
-	struct sroce_mr *mr;	/* READ: referenced; NULL for 0 bytes */
+	/* READ: what is left to send, from PSN @psn */
+	u32 rkey;
 	u64 va;
 	u32 len;
+	bool started;		/* the FIRST response went out */
 };
 
 static u8 resp_syn_ack(void)
@@ -225,6 +231,18 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 
 /* ---- RDMA WRITE ---- */
 
+/* Does @rkey grant @access to [va, va + len) in the QP's PD? */
+static bool resp_rkey_ok(struct sroce_qp *qp, u32 rkey, u64 va, u32 len,
+			 int access)
+{
+	struct sroce_mr *mr;
+
+	mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, rkey, va, len, access);
+	if (mr)
+		sroce_mr_put(mr);
+	return mr;
+}
+
 /* The first packet of a WRITE: validate the RETH and the rkey. */
 static enum resp_status resp_write_start(struct sroce_qp *qp,
 					 struct sk_buff *skb, u32 mtu)
@@ -234,7 +252,6 @@ static enum resp_status resp_write_start(struct sroce_qp *qp,
 	struct sroce_reth *reth = sroce_pkt_reth(skb);
 	u32 dlen = sroce_reth_len(reth);
 	u64 va = sroce_reth_va(reth);
-	struct sroce_mr *mr;
 
 	if (pkt->flags & SROCE_OPF_LAST) {
 		if (pkt->payload_len != dlen)
@@ -245,13 +262,9 @@ static enum resp_status resp_write_start(struct sroce_qp *qp,
 	if (dlen > SROCE_MAX_MSG_SIZE)
 		return RESP_ERR_INV_REQ;
 	/* A zero-length WRITE carries no valid VA or rkey (IBTA 9.4.3). */
-	if (dlen) {
-		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_reth_rkey(reth),
-				  va, dlen, IB_ACCESS_REMOTE_WRITE);
-		if (!mr)
-			return RESP_ERR_ACCESS;
-		sroce_mr_put(mr);
-	}
+	if (dlen && !resp_rkey_ok(qp, sroce_reth_rkey(reth), va, dlen,
+				  IB_ACCESS_REMOTE_WRITE))
+		return RESP_ERR_ACCESS;
 	rs->write_rkey = sroce_reth_rkey(reth);
 	rs->write_va = va;
 	rs->write_resid = dlen;
@@ -351,18 +364,15 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 	u32 psn = sroce_pkt_c(skb)->psn, dlen = sroce_reth_len(reth);
 	u64 va = sroce_reth_va(reth);
 	struct sroce_resp_res *res;
-	struct sroce_mr *mr = NULL;
 	u32 npkts;
 
 	if (!rs->num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_READ) ||
 	    dlen > SROCE_MAX_MSG_SIZE)
 		return RESP_ERR_INV_REQ;
-	if (dlen) {
-		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_reth_rkey(reth),
-				  va, dlen, IB_ACCESS_REMOTE_READ);
-		if (!mr)
-			return RESP_ERR_ACCESS;
-	}
+	/* checked now; looked up again when the responses are sent */
+	if (dlen && !resp_rkey_ok(qp, sroce_reth_rkey(reth), va, dlen,
+				  IB_ACCESS_REMOTE_READ))
+		return RESP_ERR_ACCESS;
 	npkts = resp_read_packets(dlen, sroce_qp_mtu(qp));
 
 	res = resp_res_next(rs);
@@ -379,7 +389,7 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 	r->kind = REPLY_READ;
 	r->psn = psn;
 	r->msn = rs->msn;
-	r->mr = mr;
+	r->rkey = res->read.rkey;
 	r->va = va;
 	r->len = dlen;
 	return RESP_REPLIED;
@@ -455,7 +465,6 @@ static void resp_dup_read(struct sroce_qp *qp, struct sk_buff *skb,
 	u32 psn = sroce_pkt_c(skb)->psn, dlen = sroce_reth_len(reth);
 	u64 va = sroce_reth_va(reth), skip;
 	struct sroce_resp_res *res;
-	struct sroce_mr *mr = NULL;
 
 	res = resp_res_find(rs, SROCE_RES_READ, psn);
 	if (!res || sroce_reth_rkey(reth) != res->read.rkey)
@@ -464,16 +473,10 @@ static void resp_dup_read(struct sroce_qp *qp, struct sk_buff *skb,
 	if (skip > res->read.length || va != res->read.va + skip ||
 	    dlen != res->read.length - skip)
 		goto drop;
-	if (dlen) {
-		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, res->read.rkey, va,
-				  dlen, IB_ACCESS_REMOTE_READ);
-		if (!mr)
-			goto drop;
-	}
 	r->kind = REPLY_READ;
 	r->psn = psn;
 	r->msn = rs->msn;
-	r->mr = mr;
+	r->rkey = res->read.rkey;
 	r->va = va;
 	r->len = dlen;
 	return;
@@ -715,6 +718,26 @@ drop:
 
 /* ---- transmit, outside the lock ---- */
 
+/* READ response packets sent from softirq before the rest is deferred. */
+#define SROCE_RESP_TX_BURST	64
+/* Packets @tx_work sends before it lets others run. */
+#define SROCE_RESP_TX_BATCH	64
+/* How long @tx_work waits for a full transmit queue, in 100 us steps. */
+#define SROCE_RESP_TX_RETRIES	200
+
+enum resp_tx_status {
+	RESP_TX_DONE,		/* everything sent */
+	RESP_TX_MORE,		/* budget used up */
+	RESP_TX_FULL,		/* the transmit queue is full: try again */
+	RESP_TX_ABANDON,	/* cannot be sent: the requester will retry */
+};
+
+/* A reply waiting in resp.tx_queue. */
+struct resp_tx {
+	struct list_head node;
+	struct resp_reply r;
+};
+
 static struct sk_buff *resp_alloc_skb(struct sroce_qp *qp, u8 opcode,
 				      u32 linear, u32 payload, u32 psn)
 {
@@ -736,7 +759,15 @@ static void *resp_hdr(struct sk_buff *skb, u8 opcode, enum sroce_ext ext)
 	return skb->data + sroce_opinfo(opcode)->offset[ext];
 }
 
-static void resp_xmit_ack(struct sroce_qp *qp, const struct resp_reply *r)
+static enum resp_tx_status resp_xmit_status(int err)
+{
+	if (!err)
+		return RESP_TX_DONE;
+	return err == -ENOBUFS ? RESP_TX_FULL : RESP_TX_ABANDON;
+}
+
+static enum resp_tx_status resp_xmit_ack(struct sroce_qp *qp,
+					 const struct resp_reply *r)
 {
 	u8 opcode = r->kind == REPLY_ATOMIC_ACK ?
 		    SROCE_OP_RC_ATOMIC_ACKNOWLEDGE : SROCE_OP_RC_ACKNOWLEDGE;
@@ -744,14 +775,14 @@ static void resp_xmit_ack(struct sroce_qp *qp, const struct resp_reply *r)
 
 	skb = resp_alloc_skb(qp, opcode, 0, 0, r->psn);
 	if (!skb)
-		return;		/* the requester's timer recovers */
+		return RESP_TX_ABANDON;	/* the requester's timer recovers */
 	sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
 		       r->kind == REPLY_ATOMIC_ACK ? resp_syn_ack() :
 						     r->syndrome, r->msn);
 	if (r->kind == REPLY_ATOMIC_ACK)
 		sroce_atmack_set(resp_hdr(skb, opcode, SROCE_EXT_ATMACK),
 				 r->orig);
-	sroce_net_xmit(qp->sdev, &qp->av, skb);
+	return resp_xmit_status(sroce_net_xmit(qp->sdev, &qp->av, skb));
 }
 
 static u8 resp_read_opcode(bool first, bool last)
@@ -763,60 +794,177 @@ static u8 resp_read_opcode(bool first, bool last)
 		      SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 }
 
-/*
- * Send the READ responses for [r->va, r->va + r->len), one per path MTU,
- * PSNs from r->psn. User pages are referenced, not copied. If a packet
- * cannot be built or sent the rest is abandoned: the requester retries
- * from the first PSN it misses and resp_dup_read() answers again.
- */
-static void resp_xmit_read(struct sroce_qp *qp, struct resp_reply *r)
+/* One READ response packet: the next min(left, MTU) bytes at r->va. */
+static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
+			      const struct resp_reply *r, u32 n)
 {
-	bool zcopy_mr = r->mr && r->mr->type == SROCE_MR_USER;
-	u32 mtu = sroce_qp_mtu(qp), left = r->len, psn = r->psn, n;
-	bool first = true, last, zcopy;
+	bool zcopy = mr && mr->type == SROCE_MR_USER &&
+		     n >= SROCE_RESP_ZCOPY_MIN;
+	u8 opcode = resp_read_opcode(!r->started, n == r->len);
 	struct sk_buff *skb;
-	u64 va = r->va;
-	u8 opcode;
 
-	do {
-		n = min(left, mtu);
-		last = n == left;
-		opcode = resp_read_opcode(first, last);
-		zcopy = zcopy_mr && n >= SROCE_RESP_ZCOPY_MIN;
-		skb = resp_alloc_skb(qp, opcode, zcopy ? 0 : n, n, psn);
-		if (!skb)
-			break;
-		if (sroce_op_flags(opcode) & SROCE_OPF_AETH)
-			sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
-				       resp_syn_ack(), r->msn);
-		if (n && sroce_mr_append_skb(r->mr, va, skb, n, zcopy)) {
-			kfree_skb(skb);
-			break;
-		}
-		if (sroce_net_xmit(qp->sdev, &qp->av, skb))
-			break;
-		va += n;
-		left -= n;
-		psn = sroce_psn_next(psn);
-		first = false;
-	} while (left);
-	if (r->mr)
-		sroce_mr_put(r->mr);
+	skb = resp_alloc_skb(qp, opcode, zcopy ? 0 : n, n, r->psn);
+	if (!skb)
+		return -ENOMEM;
+	if (sroce_op_flags(opcode) & SROCE_OPF_AETH)
+		sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
+			       resp_syn_ack(), r->msn);
+	if (n && sroce_mr_append_skb(mr, r->va, skb, n, zcopy)) {
+		kfree_skb(skb);
+		return -EFAULT;
+	}
+	return sroce_net_xmit(qp->sdev, &qp->av, skb);
 }
 
-static void resp_xmit(struct sroce_qp *qp, struct resp_reply *r)
+/*
+ * Send up to @budget READ responses of r, advancing r (va, len, psn) past
+ * what went out. The MR is looked up again for each call, so a deferred
+ * READ holds no MR reference while it waits.
+ */
+static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
+					  struct resp_reply *r,
+					  unsigned int budget)
 {
-	switch (r->kind) {
-	case REPLY_ACK:
-	case REPLY_ATOMIC_ACK:
-		resp_xmit_ack(qp, r);
-		break;
-	case REPLY_READ:
-		resp_xmit_read(qp, r);
-		break;
-	default:
-		break;
+	u32 mtu = sroce_qp_mtu(qp), n;
+	struct sroce_mr *mr = NULL;
+	enum resp_tx_status st;
+	int err;
+
+	if (r->len) {
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, r->rkey, r->va, r->len,
+				  IB_ACCESS_REMOTE_READ);
+		if (!mr)
+			return RESP_TX_ABANDON;
 	}
+	do {
+		n = min(r->len, mtu);
+		err = resp_xmit_read_one(qp, mr, r, n);
+		st = resp_xmit_status(err);
+		if (st != RESP_TX_DONE)
+			break;
+		r->started = true;
+		r->va += n;
+		r->len -= n;
+		r->psn = sroce_psn_next(r->psn);
+		if (!r->len)
+			break;
+		st = RESP_TX_MORE;
+	} while (--budget);
+	if (mr)
+		sroce_mr_put(mr);
+	return st;
+}
+
+static enum resp_tx_status resp_xmit(struct sroce_qp *qp, struct resp_reply *r,
+				     unsigned int budget)
+{
+	if (r->kind == REPLY_READ)
+		return resp_xmit_read(qp, r, budget);
+	return resp_xmit_ack(qp, r);
+}
+
+/* Is the QP still in a state whose replies are worth sending? */
+static bool resp_tx_live(const struct sroce_qp *qp)
+{
+	enum ib_qp_state state = sroce_qp_state(qp);
+
+	return state == IB_QPS_RTR || state == IB_QPS_RTS ||
+	       state == IB_QPS_SQD;
+}
+
+/* Queue @r behind the replies already waiting for @tx_work. */
+static void resp_defer(struct sroce_qp *qp, const struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct resp_tx *tx;
+	unsigned long flags;
+
+	tx = kmalloc(sizeof(*tx), GFP_ATOMIC);
+	if (!tx)
+		return;		/* the requester retries */
+	tx->r = *r;
+	spin_lock_irqsave(&rs->tx_lock, flags);
+	list_add_tail(&tx->node, &rs->tx_queue);
+	if (!rs->tx_busy) {
+		rs->tx_busy = true;
+		refcount_inc(&qp->ref);	/* our caller holds one */
+		queue_work(system_unbound_wq, &rs->tx_work);
+	}
+	spin_unlock_irqrestore(&rs->tx_lock, flags);
+}
+
+/* Send a reply from softirq, or leave it (or its rest) to @tx_work. */
+static void resp_reply_send(struct sroce_qp *qp, struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	enum resp_tx_status st;
+	unsigned long flags;
+	bool busy;
+
+	if (r->kind == REPLY_NONE)
+		return;
+	spin_lock_irqsave(&rs->tx_lock, flags);
+	busy = rs->tx_busy;
+	spin_unlock_irqrestore(&rs->tx_lock, flags);
+	if (!busy) {
+		st = resp_xmit(qp, r, SROCE_RESP_TX_BURST);
+		if (st == RESP_TX_DONE || st == RESP_TX_ABANDON)
+			return;
+	}
+	resp_defer(qp, r);
+}
+
+static struct resp_tx *resp_tx_first(struct sroce_resp_state *rs)
+{
+	struct resp_tx *tx;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rs->tx_lock, flags);
+	tx = list_first_entry_or_null(&rs->tx_queue, struct resp_tx, node);
+	if (!tx)
+		rs->tx_busy = false;
+	spin_unlock_irqrestore(&rs->tx_lock, flags);
+	return tx;
+}
+
+static void resp_tx_pop(struct sroce_resp_state *rs, struct resp_tx *tx)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rs->tx_lock, flags);
+	list_del(&tx->node);
+	spin_unlock_irqrestore(&rs->tx_lock, flags);
+	kfree(tx);
+}
+
+/*
+ * Process context: send the deferred replies in order, waiting while the
+ * transmit queue is full. Replies of a QP that left RTR/RTS/SQD are dropped.
+ * Drops the QP reference taken by resp_defer() when the queue is empty.
+ */
+static void resp_tx_work(struct work_struct *work)
+{
+	struct sroce_qp *qp = container_of(work, struct sroce_qp,
+					   resp.tx_work);
+	struct sroce_resp_state *rs = &qp->resp;
+	unsigned int waited = 0;
+	enum resp_tx_status st;
+	struct resp_tx *tx;
+
+	while ((tx = resp_tx_first(rs))) {
+		st = RESP_TX_ABANDON;
+		if (resp_tx_live(qp))
+			st = resp_xmit(qp, &tx->r, SROCE_RESP_TX_BATCH);
+		if (st == RESP_TX_FULL && waited++ < SROCE_RESP_TX_RETRIES) {
+			usleep_range(100, 200);
+			continue;
+		}
+		waited = 0;
+		if (st != RESP_TX_MORE)
+			resp_tx_pop(rs, tx);
+		cond_resched();
+	}
+	sroce_qp_put(qp);
 }
 
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
@@ -846,7 +994,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	spin_unlock_irqrestore(&rs->lock, flags);
 
 	consume_skb(skb);
-	resp_xmit(qp, &reply);
+	resp_reply_send(qp, &reply);
 	if (reply.fatal)
 		sroce_qp_error(qp);
 }
@@ -858,6 +1006,9 @@ int sroce_resp_init(struct sroce_qp *qp)
 	struct sroce_resp_state *rs = &qp->resp;
 
 	spin_lock_init(&rs->lock);
+	spin_lock_init(&rs->tx_lock);
+	INIT_LIST_HEAD(&rs->tx_queue);
+	INIT_WORK(&rs->tx_work, resp_tx_work);
 	rs->wqe = kzalloc(sizeof(*rs->wqe), GFP_KERNEL);
 	return rs->wqe ? 0 : -ENOMEM;
 }
@@ -916,7 +1067,13 @@ int sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 void sroce_resp_cleanup(struct sroce_qp *qp)
 {
 	struct sroce_resp_state *rs = &qp->resp;
+	struct resp_tx *tx, *next;
 
+	/* @tx_work held a QP reference: it only has to return */
+	cancel_work_sync(&rs->tx_work);
+	list_for_each_entry_safe(tx, next, &rs->tx_queue, node)
+		kfree(tx);
+	INIT_LIST_HEAD(&rs->tx_queue);
 	kfree(rs->res);
 	rs->res = NULL;
 	rs->num_res = 0;

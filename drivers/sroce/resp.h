@@ -8,8 +8,10 @@
 #define SROCE_RESP_H
 
 #include <linux/atomic.h>
+#include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 struct ib_qp_attr;
 struct sk_buff;
@@ -63,15 +65,22 @@ struct sroce_resp_stats {
 /*
  * Responder state, embedded in struct sroce_qp as qp->resp.
  *
- * Locking: @lock protects every field below it. It is taken with
+ * Locking: @lock protects the fields from @epsn to @stats. It is taken with
  * spin_lock_irqsave() (like the QP's other locks) from packet receive
- * (softirq) and from sroce_resp_modify()/cleanup (process context). Lock
- * order: qp->mutex > resp.lock > qp->sq_lock > qp->rq_lock > CQ lock. No
- * packet is transmitted and no completion handler runs under it: replies
- * are described under the lock and sent after it is released.
+ * (softirq) and from sroce_resp_modify() (process context). Lock order:
+ * qp->mutex > resp.lock > qp->sq_lock > qp->rq_lock > CQ lock. No packet
+ * is transmitted and no completion handler runs under it: replies are
+ * described under the lock and sent after it is released.
+ *
+ * Replies are sent from softirq right away, except READ responses beyond
+ * a burst and anything behind them: those wait in @tx_queue, in order, for
+ * @tx_work, which sends them from process context at the pace the
+ * transmit queue takes them. @tx_lock (irqsave, innermost, never held
+ * while transmitting) protects @tx_queue and @tx_busy; while @tx_busy,
+ * @tx_work is queued or running and holds a reference on the QP.
  */
 struct sroce_resp_state {
-	spinlock_t lock;	/* protects all of the below */
+	spinlock_t lock;	/* protects @epsn .. @stats */
 
 	u32 epsn;		/* next expected request PSN (rq_psn) */
 	u32 msn;		/* messages completed, 24 bits */
@@ -106,6 +115,11 @@ struct sroce_resp_state {
 	unsigned int res_head;	/* next entry to overwrite */
 
 	struct sroce_resp_stats stats;
+
+	spinlock_t tx_lock;	/* protects @tx_queue and @tx_busy */
+	struct list_head tx_queue;
+	bool tx_busy;
+	struct work_struct tx_work;
 };
 
 /*
