@@ -50,15 +50,17 @@ have_provider() { ibv_devinfo -d "$1" >/dev/null 2>&1; }
 # Run `rdma link add`, expecting failure with an error text and a kernel
 # message.
 expect_add_refused() {
-	local name=$1 netdev=$2 errtext=$3 kmsg=$4 out before
+	local name=$1 netdev=$2 errtext=$3 kmsg=$4 out before mark
 	before=$(rdma link show "$name/1" 2>/dev/null || true)
-	dmesg -C
+	# Never clear the log (the harness reads all of it): mark it instead.
+	mark="device-lifecycle: mark $checks $name"
+	echo "$mark" >/dev/kmsg
 	if out=$(rdma link add "$name" type sroce netdev "$netdev" 2>&1); then
 		fail "rdma link add $name on $netdev succeeded, must be refused"
 	fi
 	echo "$out" | grep -q "$errtext" ||
 		fail "rdma link add $name on $netdev: expected '$errtext', got: $out"
-	dmesg | grep -q "$kmsg" ||
+	dmesg | sed -n "/$mark\$/,\$p" | grep -q "$kmsg" ||
 		fail "no kernel message '$kmsg' for refused $name"
 	# A name already in use keeps its device, bound as before.
 	[ "$(rdma link show "$name/1" 2>/dev/null || true)" = "$before" ] ||
