@@ -999,7 +999,8 @@ static const uint32_t fixed_rdma_len[] = {
 static void client_write_read(struct conn *c, uint32_t ops, uint64_t *rng)
 {
 	uint32_t dlen = c->offer.data.len, len, off, rlen, roff, i;
-	uint64_t raddr = c->offer.data.addr;
+	uint64_t raddr = c->offer.data.addr, wbytes = 0, rbytes = 0;
+	uint32_t wmax = 0;
 	struct ibv_wc wc;
 	uint8_t *src, *dst;
 
@@ -1046,7 +1047,14 @@ static void client_write_read(struct conn *c, uint32_t ops, uint64_t *rng)
 		check(dst[rlen] == 0x5a,
 		      "conn %u: read of %u bytes wrote nothing past its end",
 		      c->hello.index, rlen);
+		wbytes += len;
+		rbytes += rlen;
+		if (len > wmax)
+			wmax = len;
 	}
+	printf("client: conn %u: %u RDMA WRITEs (%" PRIu64 " bytes, up to %u) "
+	       "and %u READs (%" PRIu64 " bytes) compared with the shadow\n",
+	       c->hello.index, ops, wbytes, wmax, ops, rbytes);
 }
 
 static void client_messages(struct conn *c)
@@ -1091,6 +1099,9 @@ static void client_messages(struct conn *c)
 			die("conn %u: message failed, giving up",
 			    c->hello.index);
 	}
+	printf("client: conn %u: %u SEND / SEND-with-imm / WRITE-with-imm messages "
+	       "of 0..%u bytes sent (the server checks them)\n",
+	       c->hello.index, n, RECV_CAP);
 	free(m);
 }
 
@@ -1177,6 +1188,9 @@ static void client_atomics(struct conn *c, uint32_t ops, uint64_t *rng)
 	      !memcmp(c->dst.start, c->atom_shadow, ATOM_SLOTS * 8),
 	      "conn %u: atomic slots read back hold the expected values",
 	      c->hello.index);
+	printf("client: conn %u: %u fetch-add / compare-swap (hit and miss) "
+	       "original values and %u final slots checked\n",
+	       c->hello.index, ops, ATOM_SLOTS);
 }
 
 static void client_finish(struct conn *c)
