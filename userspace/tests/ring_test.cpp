@@ -188,7 +188,7 @@ void stress(std::uint32_t entries, std::uint32_t stride, std::uint32_t start, st
 
     std::thread producer_thread{[&] {
         auto p = ring.producer();
-        std::minstd_rand rng{1}; // NOLINT(cert-msc32-c,cert-msc51-cpp): reproducible
+        std::minstd_rand rng{1};
         std::vector<std::uint64_t> slot(words);
         for (std::uint64_t seq = 0; seq < total && !failed;) {
             const std::uint32_t free = p.free_slots();
@@ -209,7 +209,7 @@ void stress(std::uint32_t entries, std::uint32_t stride, std::uint32_t start, st
     }};
 
     auto c = ring.consumer();
-    std::minstd_rand rng{2}; // NOLINT(cert-msc32-c,cert-msc51-cpp): reproducible
+    std::minstd_rand rng{2};
     std::vector<std::uint64_t> slot(words);
     for (std::uint64_t seq = 0; seq < total && !failed;) {
         const std::uint32_t avail = c.available();
