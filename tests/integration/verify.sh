@@ -10,7 +10,9 @@
 # every byte, atomic slots, guard bytes around each MR) checked by the
 # server, then the negative cases (access outside an MR, wrong rkey,
 # read-only MR, atomic without permission, misaligned atomic, SEND longer
-# than the receive) that must fail with the right status and change no byte.
+# than the receive, SEND with no receive and rnr_retry 0) that must fail
+# with the right status and change no byte, and SENDs that arrive before
+# their receives are posted (RNR NAKs, then success with checked data).
 # Over IPv4, then again with fewer operations over IPv6.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -18,6 +20,15 @@ set -euo pipefail
 
 require_pair
 require_cmd rdma ss
+# --netem ARGS...: run over a lossy link (tc netem on this guest's eth0)
+if [[ ${1:-} == --netem ]]; then
+	shift
+	require_cmd tc
+	modprobe sch_netem 2>/dev/null || true
+	tc qdisc replace dev "$SROCE_NETDEV" root netem "$@" ||
+		fail "cannot set up netem $*"
+	log "eth0 egress: netem $*"
+fi
 verify=$SROCE_BUILD/sroce-verify
 [[ -x $verify ]] || fail "$verify is missing (make verify)"
 
@@ -51,8 +62,10 @@ run() {
 		grep -q "^client: .* 0 failed: PASS$" "$out" ||
 			{ cat "$out"; fail "IPv$family: client did not report PASS"; }
 		# every negative case ran and failed the right way
-		[[ $(grep -c "^client: negative case" "$out") -eq 6 ]] ||
+		[[ $(grep -c "^client: negative case" "$out") -eq 7 ]] ||
 			{ cat "$out"; fail "IPv$family: not every negative case ran"; }
+		grep -q "^client: 'sends waiting for late receives': 4 messages completed" "$out" ||
+			{ cat "$out"; fail "IPv$family: SENDs did not survive RNR NAKs"; }
 	fi
 	cat "$out"
 	log "IPv$family: $nqp QPs x $nops operations checked ($SROCE_DEV_TYPE side)"

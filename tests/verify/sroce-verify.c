@@ -65,6 +65,8 @@ enum conn_kind {
 	KIND_NEG_ATOMIC_NOPERM,
 	KIND_NEG_ATOMIC_MISALIGNED,
 	KIND_NEG_SEND_TOO_LONG,
+	KIND_NEG_RNR,		/* no receive, rnr_retry 0 */
+	KIND_RNR_WAIT,		/* receives posted late: RNR NAKs, retries */
 	KIND_COUNT,
 };
 
@@ -76,6 +78,8 @@ static const char *const kind_name[KIND_COUNT] = {
 	[KIND_NEG_ATOMIC_NOPERM] = "atomic without remote atomic access",
 	[KIND_NEG_ATOMIC_MISALIGNED] = "misaligned atomic",
 	[KIND_NEG_SEND_TOO_LONG] = "send longer than the receive",
+	[KIND_NEG_RNR] = "send without a receive, rnr_retry 0",
+	[KIND_RNR_WAIT] = "sends waiting for late receives",
 };
 
 /* CM REQ private data (at most 56 bytes through rdma_cm). */
@@ -166,6 +170,14 @@ static void on_alarm(int sig)
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(3);
 	_exit(3);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* splitmix64: a small, well-mixed generator both sides can replay. */
@@ -336,6 +348,7 @@ struct conn {
 	uint32_t posted_msgs;	/* receives posted for scheduled messages */
 	uint8_t *expect;	/* scratch for expected contents */
 	uint64_t data_seed;
+	uint64_t post_at;	/* KIND_RNR_WAIT: when to post (ms) */
 	uint32_t failures, checks;
 	bool finished;
 
@@ -561,6 +574,8 @@ static void server_post_recvs(struct conn *c)
 	uint32_t limit = c->hello.num_msgs + 1;
 	uint32_t cap;
 
+	if (c->hello.kind == KIND_NEG_RNR)
+		return;
 	if (c->hello.kind == KIND_NEG_SEND_TOO_LONG) {
 		if (!c->posted_msgs++)
 			post_recv(c, 0, recv_slot(c, 0), SMALL_RECV,
@@ -708,6 +723,14 @@ static void server_poll(struct conn *c)
 					  ibv_wc_status_str(wc[i].status));
 				continue;
 			}
+			if (c->hello.kind == KIND_RNR_WAIT) {
+				if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+					continue;
+				if (c->next_msg < c->hello.num_msgs)
+					server_check_msg(c, &wc[i]);
+				c->next_msg++;
+				continue;
+			}
 			if (c->hello.kind != KIND_DATA) {
 				server_negative_wc(c, &wc[i]);
 				continue;
@@ -779,13 +802,15 @@ static void server_connect_request(struct rdma_cm_event *ev,
 	c->id->context = c;
 	conn_create_qp(c, c->id->verbs);
 	server_setup(c);
-	server_post_recvs(c);
+	if (c->hello.kind != KIND_RNR_WAIT)
+		server_post_recvs(c);
 
 	param.private_data = &c->offer;
 	param.private_data_len = sizeof(c->offer);
 	param.responder_resources = ev->param.conn.initiator_depth;
 	param.initiator_depth = ev->param.conn.responder_resources;
-	param.rnr_retry_count = 7;
+	/* the client's QP gets its rnr_retry from here */
+	param.rnr_retry_count = c->hello.kind == KIND_NEG_RNR ? 0 : 7;
 	if (rdma_accept(c->id, &param))
 		die("rdma_accept: %s", strerror(errno));
 	conns[(*nconns)++] = c;
@@ -841,6 +866,8 @@ static int run_server(const char *port, const char *bind_addr)
 				conn_query_mtu(c);
 				printf("server: conn %u established, path MTU %u\n",
 				       c->hello.index, c->mtu);
+				if (c->hello.kind == KIND_RNR_WAIT)
+					c->post_at = now_ms() + 800;
 				break;
 			case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 				break;
@@ -866,6 +893,12 @@ static int run_server(const char *port, const char *bind_addr)
 			c = conns[i];
 			if (c->done)
 				continue;
+			if (c->post_at && now_ms() >= c->post_at) {
+				c->post_at = 0;
+				server_post_recvs(c);
+				printf("server: conn %u: receives posted late\n",
+				       c->hello.index);
+			}
 			server_poll(c);
 			if (!c->disconnected)
 				continue;
@@ -873,6 +906,10 @@ static int run_server(const char *port, const char *bind_addr)
 			if (c->hello.kind == KIND_DATA)
 				srv_check(c, c->finished,
 					  "data connection finished");
+			else if (c->hello.kind == KIND_RNR_WAIT)
+				srv_check(c, c->next_msg == c->hello.num_msgs,
+					  "%u of %u messages arrived after RNR NAKs",
+					  c->next_msg, c->hello.num_msgs);
 			else
 				server_negative_done(c);
 			printf("server: conn %u (%s): %u checks, %u failed\n",
@@ -1302,6 +1339,7 @@ static bool negative_op(struct conn *c, struct ibv_wc *wc)
 			return false;
 		}
 		break;
+	case KIND_NEG_RNR:
 	case KIND_NEG_SEND_TOO_LONG:
 		sge.addr = (uintptr_t)c->src.start;
 		sge.length = SMALL_RECV * 2;
@@ -1331,6 +1369,8 @@ static void client_negative(const char *addr, const char *port,
 	if (hello->kind == KIND_NEG_ATOMIC_MISALIGNED ||
 	    hello->kind == KIND_NEG_SEND_TOO_LONG)
 		want = IBV_WC_REM_INV_REQ_ERR;
+	if (hello->kind == KIND_NEG_RNR)
+		want = IBV_WC_RNR_RETRY_EXC_ERR;
 	c = client_connect(addr, port, hello);
 	region_init(&c->src, c->pd, 4096, 5, IBV_ACCESS_LOCAL_WRITE);
 	region_init(&c->dst, c->pd, 4096, 9, IBV_ACCESS_LOCAL_WRITE);
@@ -1360,6 +1400,21 @@ static void client_negative(const char *addr, const char *port,
 	}
 	printf("client: negative case '%s': %s\n", kind_name[hello->kind],
 	       ibv_wc_status_str(wc.status));
+	client_disconnect(c);
+}
+
+/* SENDs that meet no receive at first: RNR NAKs, then success. */
+static void client_rnr_wait(const char *addr, const char *port,
+			    const struct hello *hello)
+{
+	struct conn *c = client_connect(addr, port, hello);
+	time_t start = time(NULL);
+
+	client_data_setup(c);
+	client_messages(c);
+	printf("client: '%s': %u messages completed after %lds\n",
+	       kind_name[hello->kind], hello->num_msgs,
+	       (long)(time(NULL) - start));
 	client_disconnect(c);
 }
 
@@ -1406,8 +1461,11 @@ static int run_client(const char *addr, const char *port, uint32_t nqp,
 		for (i = 1; i < KIND_COUNT; i++) {
 			hello.index = nqp + i - 1;
 			hello.kind = i;
-			hello.num_msgs = 0;
-			client_negative(addr, port, &hello);
+			hello.num_msgs = i == KIND_RNR_WAIT ? 4 : 0;
+			if (i == KIND_RNR_WAIT)
+				client_rnr_wait(addr, port, &hello);
+			else
+				client_negative(addr, port, &hello);
 		}
 	}
 	return 0;
