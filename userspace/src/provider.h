@@ -93,8 +93,14 @@ struct Qp {
     verbs_cmd_post_send doorbell{};
 };
 
+struct Srq {
+    verbs_srq vsrq{};
+    RecvQueue rq;
+};
+
 static_assert(std::is_standard_layout_v<Mr> && std::is_standard_layout_v<Ah> &&
-              std::is_standard_layout_v<Cq> && std::is_standard_layout_v<Qp>);
+              std::is_standard_layout_v<Cq> && std::is_standard_layout_v<Qp> &&
+              std::is_standard_layout_v<Srq>);
 
 inline Context* to_context(ibv_context* ctx) noexcept {
     // ibv_context is the last member of verbs_context (public verbs.h), and
@@ -117,6 +123,9 @@ inline Cq* to_cq(ibv_cq* cq) noexcept {
 }
 inline Qp* to_qp(ibv_qp* qp) noexcept {
     return reinterpret_cast<Qp*>(qp);
+}
+inline Srq* to_srq(ibv_srq* srq) noexcept {
+    return reinterpret_cast<Srq*>(srq);
 }
 
 // ibv_cmd_* return a positive errno value; pointer-returning verbs report
@@ -163,5 +172,16 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 
 // Fills qp.doorbell for the QP's handle (create does this; tests too).
 void init_doorbell(Qp& qp) noexcept;
+
+// Writes a chain of receive WRs into a receive ring (RQ or SRQ) and
+// publishes them; no system call.
+int post_to_recv_queue(RecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+
+// --- shared receive queues (srq.cpp) ---------------------------------------
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) noexcept;
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) noexcept;
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr) noexcept;
+int destroy_srq(ibv_srq* srq) noexcept;
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 
 } // namespace sroce

@@ -243,13 +243,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     return err;
 }
 
-int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
-    Qp* qp = to_qp(ibqp);
-    RecvQueue& rq = qp->rq;
-    if (!rq.ring.valid() || qp->state.load(std::memory_order_acquire) == IBV_QPS_RESET) {
-        *bad_wr = wr;
-        return EINVAL;
-    }
+int post_to_recv_queue(RecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     int err = 0;
     std::uint32_t posted = 0;
     ibv_recv_wr* w = wr;
@@ -270,6 +264,16 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     if (err != 0)
         *bad_wr = w;
     return err;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    Qp* qp = to_qp(ibqp);
+    // A QP on an SRQ has no receive ring of its own.
+    if (!qp->rq.ring.valid() || qp->state.load(std::memory_order_acquire) == IBV_QPS_RESET) {
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    return post_to_recv_queue(qp->rq, wr, bad_wr);
 }
 
 } // namespace sroce

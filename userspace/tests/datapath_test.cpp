@@ -225,6 +225,42 @@ TEST_F(FakeQp, PostRecvLimits) {
     EXPECT_EQ(rq_mem_.ctrl().producer, kRqEntries);
 }
 
+TEST_F(FakeQp, QpOnAnSrqHasNoReceiveRingOfItsOwn) {
+    qp_->rq.ring = ProducerRing{};
+    ibv_recv_wr* bad = nullptr;
+    EXPECT_EQ(post_recv(ibqp(), recv_chain(1), &bad), EINVAL);
+    EXPECT_EQ(bad, rwrs_.data());
+}
+
+TEST(FakeSrq, PostSrqRecvFillsTheSharedRing) {
+    RingMemory mem{4, 16 + 16};
+    Srq srq{};
+    srq.rq.ring = ProducerRing{mem.base(), mem.geometry()};
+    srq.rq.limits = RecvQueueLimits{1, 32};
+    std::array<ibv_sge, 6> sge{};
+    std::array<ibv_recv_wr, 6> wr{};
+    for (std::size_t i = 0; i < wr.size(); ++i) {
+        sge[i] = ibv_sge{.addr = 0x100 * (i + 1), .length = 8, .lkey = 3};
+        wr[i].wr_id = i;
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].next = i + 1 < wr.size() ? &wr[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    EXPECT_EQ(post_srq_recv(&srq.vsrq.srq, wr.data(), &bad), ENOMEM);
+    EXPECT_EQ(bad, &wr[4]);
+    EXPECT_EQ(mem.ctrl().producer, 4U);
+    sroce_recv_wqe wqe{};
+    std::memcpy(&wqe, srq.rq.ring.slot_at(3), sizeof(wqe));
+    EXPECT_EQ(wqe.wr_id, 3U);
+
+    mem.ctrl().consumer = 4;
+    wr[4].num_sge = 2; // the SRQ has 1
+    EXPECT_EQ(post_srq_recv(&srq.vsrq.srq, &wr[4], &bad), EINVAL);
+    EXPECT_EQ(bad, &wr[4]);
+    EXPECT_EQ(mem.ctrl().producer, 4U);
+}
+
 // Several application threads post to one QP while a "kernel" thread
 // drains the SQ: every WR lands exactly once.
 TEST_F(FakeQp, ConcurrentPostersAndAConsumingKernel) {
