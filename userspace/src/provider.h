@@ -78,10 +78,21 @@ struct RecvQueue {
     Mapping mapping;
 };
 
+// The send WR being built through the ibv_wr_* API, between wr_start and
+// wr_complete (guarded by the SQ lock, which wr_start takes).
+struct WrBatch {
+    std::uint32_t count = 0;  // WQEs written after the ring's head
+    int err = 0;              // first error; wr_complete reports it
+    bool pending = false;     // an opcode was given, its data not yet
+    std::uint32_t ah_num = 0; // of the pending UD WR
+    ibv_send_wr staged{};     // the pending WR, minus its data
+};
+
 struct Qp {
     verbs_qp vqp{};
     SendQueue sq;
     RecvQueue rq;
+    WrBatch batch;
     // The state as last set through modify_qp or seen by query_qp, for the
     // checks posting does; the kernel may since have moved it to an error
     // state, where posting is allowed anyway.
@@ -172,6 +183,13 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 
 // Fills qp.doorbell for the QP's handle (create does this; tests too).
 void init_doorbell(Qp& qp) noexcept;
+
+// Makes the QP an extended one (ibv_qp_to_qp_ex) serving these
+// IBV_QP_EX_WITH_* operations; false if one of them is not supported.
+bool setup_qp_ex(Qp& qp, std::uint64_t send_ops_flags) noexcept;
+bool send_ops_supported(ibv_qp_type qp_type, std::uint64_t send_ops_flags) noexcept;
+// Rings the send doorbell (write on the command fd).
+int ring_doorbell(Qp& qp) noexcept;
 
 // Writes a chain of receive WRs into a receive ring (RQ or SRQ) and
 // publishes them; no system call.

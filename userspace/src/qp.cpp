@@ -13,7 +13,8 @@
 namespace sroce {
 namespace {
 
-constexpr std::uint32_t kSupportedCreateMask = IBV_QP_INIT_ATTR_PD;
+constexpr std::uint32_t kSupportedCreateMask =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
 bool qp_type_supported(ibv_qp_type type) noexcept {
     return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
@@ -85,8 +86,6 @@ void init_doorbell(Qp& qp) noexcept {
     db.core.wqe_size = sizeof(ib_uverbs_send_wr);
 }
 
-namespace {
-
 // Tells the kernel there are new send WQEs.
 int ring_doorbell(Qp& qp) noexcept {
     const int fd = qp.vqp.qp.context->cmd_fd;
@@ -100,6 +99,8 @@ int ring_doorbell(Qp& qp) noexcept {
     }
 }
 
+namespace {
+
 ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
     if ((attr->comp_mask & ~kSupportedCreateMask) != 0 || !qp_type_supported(attr->qp_type)) {
         set_errno(EOPNOTSUPP);
@@ -107,6 +108,11 @@ ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
     }
     if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
         set_errno(EINVAL);
+        return nullptr;
+    }
+    const bool extended = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+    if (extended && !send_ops_supported(attr->qp_type, attr->send_ops_flags)) {
+        set_errno(EOPNOTSUPP);
         return nullptr;
     }
     auto* qp = new (std::nothrow) Qp{};
@@ -131,6 +137,8 @@ ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
         return nullptr;
     }
     init_doorbell(*qp);
+    if (extended)
+        (void)setup_qp_ex(*qp, attr->send_ops_flags);
     return &qp->vqp.qp;
 }
 

@@ -110,6 +110,13 @@ struct verbs_cq {
     };
 };
 
+// verbs_qp::comp_mask bits: VERBS_QP_EX makes ibv_qp_to_qp_ex() return
+// &qp_ex (the provider then fills its wr_* operations).
+enum verbs_qp_mask : std::uint32_t {
+    VERBS_QP_XRCD = 1U << 0,
+    VERBS_QP_EX = 1U << 1,
+};
+
 struct verbs_qp {
     union {
         ibv_qp qp;

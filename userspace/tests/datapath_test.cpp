@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -259,6 +260,160 @@ TEST(FakeSrq, PostSrqRecvFillsTheSharedRing) {
     EXPECT_EQ(post_srq_recv(&srq.vsrq.srq, &wr[4], &bad), EINVAL);
     EXPECT_EQ(bad, &wr[4]);
     EXPECT_EQ(mem.ctrl().producer, 4U);
+}
+
+// --- the ibv_wr_* API ------------------------------------------------------
+
+class FakeQpEx : public FakeQp {
+protected:
+    void SetUp() override {
+        FakeQp::SetUp();
+        ASSERT_TRUE(setup_qp_ex(*qp_, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+                                              IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
+        qpx_ = ibv_qp_to_qp_ex(ibqp());
+        ASSERT_EQ(qpx_, &qp_->vqp.qp_ex) << "libibverbs sees the QP as extended";
+    }
+    ibv_qp_ex* qpx_ = nullptr;
+};
+
+TEST_F(FakeQpEx, ABatchIsPublishedWithOneDoorbellAtComplete) {
+    std::array<std::uint8_t, 20> text{};
+    std::iota(text.begin(), text.end(), 1);
+    ibv_wr_start(qpx_);
+    qpx_->wr_id = 1;
+    qpx_->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 0x77, 0x1000, 64);
+    qpx_->wr_id = 2;
+    qpx_->wr_flags = 0;
+    ibv_wr_rdma_write(qpx_, 0x99, 0xabc000);
+    ibv_wr_set_inline_data(qpx_, text.data(), text.size());
+    qpx_->wr_id = 3;
+    ibv_wr_atomic_fetch_add(qpx_, 0x55, 0x8000, 7);
+    ibv_wr_set_sge(qpx_, 0x77, 0x2000, 8);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 0U) << "nothing visible before complete";
+    ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+
+    EXPECT_EQ(sq_mem_.ctrl().producer, 3U);
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+    auto w = sq_slot(0);
+    EXPECT_EQ(w.wr_id, 1U);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_SEND));
+    EXPECT_EQ(w.send_flags, static_cast<std::uint32_t>(IBV_SEND_SIGNALED));
+    EXPECT_EQ(w.num_sge, 1U);
+    w = sq_slot(1);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_RDMA_WRITE));
+    EXPECT_EQ(w.send_flags, static_cast<std::uint32_t>(IBV_SEND_INLINE));
+    EXPECT_EQ(w.inline_len, text.size());
+    EXPECT_EQ(w.wr.rdma.rkey, 0x99U);
+    EXPECT_EQ(w.wr.rdma.remote_addr, 0xabc000U);
+    EXPECT_EQ(std::memcmp(qp_->sq.ring.slot_at(1) + SROCE_SEND_WQE_HDR_SIZE, text.data(),
+                          text.size()),
+              0);
+    w = sq_slot(2);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_ATOMIC_FETCH_AND_ADD));
+    EXPECT_EQ(w.wr.atomic.compare_add, 7U);
+    EXPECT_EQ(w.wr.atomic.rkey, 0x55U);
+}
+
+TEST_F(FakeQpEx, AbortDiscardsAndReleasesTheQueue) {
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 1, 0x1000, 8);
+    ibv_wr_abort(qpx_);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 0U);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(post_send(ibqp(), send_chain(1), &bad), 0) << "the SQ lock was released";
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+}
+
+TEST_F(FakeQpEx, ErrorsFailTheWholeBatch) {
+    // A WR without its data call.
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 1, 0x1000, 8);
+    ibv_wr_send(qpx_);
+    EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 0U);
+
+    // More WRs than the ring holds.
+    ibv_wr_start(qpx_);
+    for (std::uint32_t i = 0; i <= kSqEntries; ++i) {
+        ibv_wr_send(qpx_);
+        ibv_wr_set_sge(qpx_, 1, 0x1000, 8);
+    }
+    EXPECT_EQ(ibv_wr_complete(qpx_), ENOMEM);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 0U);
+
+    // Inline beyond the QP's limit (64).
+    std::array<std::uint8_t, 65> big{};
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_inline_data(qpx_, big.data(), big.size());
+    EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL);
+
+    // Before RTS.
+    qp_->state = IBV_QPS_INIT;
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 1, 0x1000, 8);
+    EXPECT_EQ(ibv_wr_complete(qpx_), EINVAL);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 0U);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+}
+
+TEST_F(FakeQpEx, InlineDataListIsGatheredAtTheCall) {
+    std::array<std::uint8_t, 5> a{1, 2, 3, 4, 5};
+    std::array<std::uint8_t, 3> b{6, 7, 8};
+    const std::array<ibv_data_buf, 2> bufs{ibv_data_buf{a.data(), a.size()},
+                                           ibv_data_buf{b.data(), b.size()}};
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_inline_data_list(qpx_, bufs.size(), bufs.data());
+    a.fill(0); // already copied
+    ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+    const auto w = sq_slot(0);
+    ASSERT_EQ(w.inline_len, 8U);
+    const std::array<std::uint8_t, 8> expect{1, 2, 3, 4, 5, 6, 7, 8};
+    EXPECT_EQ(std::memcmp(qp_->sq.ring.slot_at(0) + SROCE_SEND_WQE_HDR_SIZE, expect.data(), 8), 0);
+}
+
+TEST_F(FakeQp, UdBatchCarriesTheAddressHandle) {
+    qp_->vqp.qp.qp_type = IBV_QPT_UD;
+    qp_->sq.limits.qp_type = IBV_QPT_UD;
+    ASSERT_TRUE(setup_qp_ex(*qp_, IBV_QP_EX_WITH_SEND));
+    ibv_qp_ex* qpx = ibv_qp_to_qp_ex(ibqp());
+    ASSERT_NE(qpx, nullptr);
+    Ah ah{};
+    ah.ah_num = 0x1234;
+    ibv_wr_start(qpx);
+    ibv_wr_send(qpx);
+    ibv_wr_set_ud_addr(qpx, &ah.ah, 0xabcdef, 0x11111111);
+    ibv_wr_set_sge(qpx, 1, 0x1000, 8);
+    ASSERT_EQ(ibv_wr_complete(qpx), 0);
+    const auto w = sq_slot(0);
+    EXPECT_EQ(w.wr.ud.ah_num, 0x1234U);
+    EXPECT_EQ(w.wr.ud.remote_qpn, 0xabcdefU);
+    EXPECT_EQ(w.wr.ud.remote_qkey, 0x11111111U);
+}
+
+TEST(SendOps, WhatEachQpTypeOffers) {
+    EXPECT_TRUE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_RDMA_READ |
+                                                       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                                                       IBV_QP_EX_WITH_SEND_WITH_INV));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_LOCAL_INV));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_TSO));
+    EXPECT_TRUE(send_ops_supported(IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ));
+    EXPECT_TRUE(send_ops_supported(IBV_QPT_UD, IBV_QP_EX_WITH_SEND_WITH_IMM));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_XRC_SEND, IBV_QP_EX_WITH_SEND));
+}
+
+TEST_F(FakeQp, AQpWithoutSendOpsIsNotExtended) {
+    EXPECT_EQ(ibv_qp_to_qp_ex(ibqp()), nullptr);
 }
 
 // Several application threads post to one QP while a "kernel" thread

@@ -544,6 +544,88 @@ TEST_F(RcPair, ResizeKeepsOutstandingCompletions) {
     EXPECT_EQ(more[0].wr_id, 200U);
 }
 
+// The extended send API (ibv_create_qp_ex with send_ops_flags, ibv_wr_*).
+TEST_F(RcPair, ExtendedSendApiPostsABatch) {
+    ibv_qp_init_attr_ex attr{};
+    attr.send_cq = cq_a_.get();
+    attr.recv_cq = cq_a_.get();
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap.max_send_wr = 16;
+    attr.cap.max_recv_wr = 16;
+    attr.cap.max_send_sge = 2;
+    attr.cap.max_recv_sge = 2;
+    attr.cap.max_inline_data = 32;
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.pd = pd_.get();
+    attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+                          IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    QpPtr x{ibv_create_qp_ex(ctx_.get(), &attr)};
+    ASSERT_TRUE(x) << std::strerror(errno);
+    ibv_qp_ex* qpx = ibv_qp_to_qp_ex(x.get());
+    ASSERT_NE(qpx, nullptr);
+    QpPtr peer = make_qp(IBV_QPT_RC, cq_b_.get(), cq_b_.get());
+    ASSERT_TRUE(connect_rc(x.get(), peer->qp_num));
+    ASSERT_TRUE(connect_rc(peer.get(), x->qp_num));
+
+    Buffer local{pd_.get(), 4096, kAllAccess};
+    Buffer remote{pd_.get(), 4096, kAllAccess};
+    std::iota(local.bytes.begin(), local.bytes.end(), 3);
+    post_recv(peer.get(), remote.sge(2048, 1024), 50);
+    std::array<std::uint8_t, 6> text{'s', 'r', 'o', 'c', 'e', '!'};
+
+    ibv_wr_start(qpx);
+    qpx->wr_id = 1;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_rdma_write(qpx, remote.mr->rkey, remote.addr(100));
+    ibv_wr_set_sge(qpx, local.mr->lkey, local.addr(0), 500);
+    qpx->wr_id = 2;
+    ibv_wr_send(qpx);
+    ibv_wr_set_inline_data(qpx, text.data(), text.size());
+    qpx->wr_id = 3;
+    ibv_wr_rdma_read(qpx, remote.mr->rkey, remote.addr(100));
+    ibv_wr_set_sge(qpx, local.mr->lkey, local.addr(1000), 500);
+    ASSERT_EQ(ibv_wr_complete(qpx), 0);
+
+    const auto done = wait_completions(cq_a_.get(), 3);
+    ASSERT_EQ(done.size(), 3U);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(done[i].wr_id, i + 1);
+        EXPECT_EQ(done[i].status, IBV_WC_SUCCESS) << ibv_wc_status_str(done[i].status);
+    }
+    EXPECT_EQ(std::memcmp(remote.bytes.data() + 100, local.bytes.data(), 500), 0);
+    EXPECT_EQ(std::memcmp(local.bytes.data() + 1000, local.bytes.data(), 500), 0);
+    const auto got = wait_completions(cq_b_.get(), 1);
+    ASSERT_EQ(got.size(), 1U);
+    EXPECT_EQ(got[0].byte_len, text.size());
+    EXPECT_EQ(std::memcmp(remote.bytes.data() + 2048, text.data(), text.size()), 0);
+
+    // An op the QP was not created for is refused as a whole batch.
+    ibv_wr_start(qpx);
+    ibv_wr_send(qpx);
+    ibv_wr_set_sge(qpx, local.mr->lkey, local.addr(0), 8);
+    ibv_wr_send(qpx);
+    EXPECT_EQ(ibv_wr_complete(qpx), EINVAL) << "second WR without data";
+}
+
+TEST_F(Device, UnsupportedSendOpsAreRefusedAtCreate) {
+    CqPtr cq = make_cq();
+    ibv_qp_init_attr_ex attr{};
+    attr.send_cq = cq.get();
+    attr.recv_cq = cq.get();
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap.max_send_wr = 4;
+    attr.cap.max_recv_wr = 4;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    attr.pd = pd_.get();
+    attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+    errno = 0;
+    QpPtr x{ibv_create_qp_ex(ctx_.get(), &attr)};
+    EXPECT_FALSE(x);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
 TEST_F(Device, CompletionChannelDeliversAnEventWhenArmed) {
     ChannelPtr channel{ibv_create_comp_channel(ctx_.get())};
     ASSERT_TRUE(channel);
