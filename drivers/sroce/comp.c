@@ -208,6 +208,7 @@ void sroce_req_go_back(struct sroce_qp *qp, u32 psn)
 	u32 i;
 
 	req->noack = 0;
+	qp->comp.rtt_probe = false;	/* Karn: retransmissions are not timed */
 	wqe = sroce_comp_find(qp, psn, &i);
 	if (!wqe) {
 		/* Nothing started at or after @psn: resume with new WQEs. */
@@ -232,9 +233,39 @@ static bool sroce_comp_outstanding(const struct sroce_qp *qp)
 	return qp->comp.psn != qp->req.psn_max;
 }
 
+/* The measured part of the timeout never exceeds this (before backoff). */
+#define SROCE_MAX_RTO	(2 * HZ)
+
 static unsigned long sroce_comp_timeout(const struct sroce_qp *qp)
 {
-	return READ_ONCE(qp->comp.timeout_jiffies) << qp->comp.backoff;
+	const struct sroce_comp *comp = &qp->comp;
+	unsigned long t = READ_ONCE(comp->timeout_jiffies), rto;
+
+	if (!t)
+		return 0;	/* timeout 0: wait forever */
+	rto = min_t(unsigned long, comp->srtt8 / 8 + comp->rttvar4,
+		    SROCE_MAX_RTO);
+	return max(t, rto) << comp->backoff;
+}
+
+/* Everything through @acked was acknowledged: end a probe it covers. */
+static void sroce_comp_rtt_sample(struct sroce_qp *qp, u32 acked)
+{
+	struct sroce_comp *comp = &qp->comp;
+	long m, delta;
+
+	if (!comp->rtt_probe || sroce_psn_before(acked, comp->rtt_psn))
+		return;
+	comp->rtt_probe = false;
+	m = max_t(long, (long)(jiffies - comp->rtt_start), 1);
+	if (!comp->srtt8) {
+		comp->srtt8 = m << 3;
+		comp->rttvar4 = m << 1;
+		return;
+	}
+	delta = m - (long)(comp->srtt8 >> 3);
+	comp->srtt8 += delta;
+	comp->rttvar4 += abs(delta) - (comp->rttvar4 >> 2);
 }
 
 void sroce_comp_arm_retrans(struct sroce_qp *qp)
@@ -250,6 +281,7 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	unsigned long t;
 
+	sroce_comp_rtt_sample(qp, sroce_psn_add(qp->comp.psn, SROCE_PSN_MASK));
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.read_retried = false;
@@ -654,6 +686,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	req->offset = 0;
 	req->psn = 0;
 	req->psn_max = 0;
+	req->psn_sent = 0;
 	req->noack = 0;
 	req->rd_atomic = 0;
 	comp->psn = 0;
@@ -662,6 +695,9 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	comp->rnr_wait = false;
 	comp->read_retried = false;
 	comp->backoff = 0;
+	comp->srtt8 = 0;
+	comp->rttvar4 = 0;
+	comp->rtt_probe = false;
 	timer_delete(&comp->retrans_timer);
 	timer_delete(&comp->rnr_timer);
 }

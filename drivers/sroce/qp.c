@@ -234,12 +234,14 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq_post_lock);
 	spin_lock_init(&qp->rq_lock);
 	spin_lock_init(&qp->rq_post_lock);
-	sroce_req_init(qp);
+	err = sroce_req_init(qp);
+	if (err)
+		return err;
 	sroce_comp_timers_init(qp);
 
 	err = sroce_qp_init_sq(qp, &init->cap);
 	if (err)
-		return err;
+		goto err_req;
 	err = sroce_qp_init_rq(qp, &init->cap);
 	if (err)
 		goto err_sq;
@@ -271,6 +273,8 @@ err_rq:
 	sroce_queue_free(&qp->rq.queue);
 err_sq:
 	sroce_qp_free_sq(qp);
+err_req:
+	sroce_req_cleanup(qp);
 	return err;
 }
 
@@ -284,14 +288,19 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
-	/* No new lookups, then no lookup still racing, then no holder. */
+	/*
+	 * No new lookups or transmit wake-ups, then none still racing, then
+	 * no holder.
+	 */
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_req_detach(qp);
 	synchronize_rcu();
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);
 
 	sroce_comp_timers_stop(qp, true);
 	cancel_work_sync(&qp->req.work);
+	sroce_req_cleanup(qp);
 	sroce_resp_cleanup(qp);
 	sroce_av_cache_destroy(&qp->av);
 	sroce_queue_free(&qp->rq.queue);
@@ -424,6 +433,7 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	if (mask & IB_QP_SQ_PSN) {
 		qp->req.psn = qp->attr.sq_psn;
 		qp->req.psn_max = qp->attr.sq_psn;
+		qp->req.psn_sent = qp->attr.sq_psn;
 		qp->comp.psn = qp->attr.sq_psn;
 	}
 	if (new == IB_QPS_RTS && cur != IB_QPS_RTS) {

@@ -127,17 +127,34 @@ struct sroce_rq {
 	u32 kproducer;
 };
 
+/*
+ * Request packets of a QP still owned by the IP stack or the NIC driver.
+ * Each charges one credit, returned by its skb destructor when the driver
+ * frees it; the requester stops above a high mark and is woken (through
+ * req.work) below a low mark, so a slow NIC or qdisc never makes the
+ * requester queue more than it can drain (a local drop costs a timeout).
+ * It outlives the QP while packets are in flight.
+ */
+struct sroce_tx_acct {
+	refcount_t ref;			/* the QP's, plus one per packet */
+	atomic_t inflight;
+	unsigned long flags;		/* SROCE_TX_WAITING */
+	struct sroce_qp __rcu *qp;	/* NULL once destroy_qp began */
+};
+
 /* Requester: where the transmitter is in the SQ. Under qp->sq_lock. */
 struct sroce_req {
 	u32 cur;		/* SQ counter of the WQE to send next */
 	u32 offset;		/* its payload bytes already sent */
 	u32 psn;		/* PSN of the next request packet */
 	u32 psn_max;		/* one past the last PSN of a started WQE */
+	u32 psn_sent;		/* one past the last PSN ever transmitted */
 	u32 noack;		/* packets sent since the last AckReq */
 	u32 rd_atomic;		/* READ/atomic WQEs in flight */
 	/* bits of run_flags: atomic, not under the lock */
 	unsigned long run_flags;
 	struct work_struct work;	/* runs the requester from process ctx */
+	struct sroce_tx_acct *tx;	/* immutable */
 };
 
 /* Completer: acknowledgment and timer state. Under qp->sq_lock. */
@@ -149,6 +166,17 @@ struct sroce_comp {
 	bool read_retried;	/* a READ response gap was already re-asked */
 	u8 backoff;		/* timeouts in a row: the timer doubles */
 	unsigned long timeout_jiffies;
+	/*
+	 * Round trip estimate in jiffies (RFC 6298 style, one probe at a
+	 * time, never from a retransmitted PSN): srtt8 = 8 * SRTT, rttvar4 =
+	 * 4 * RTTVAR. On a slow host it raises the retransmit timeout above
+	 * the QP's, which stays the minimum.
+	 */
+	u32 srtt8;
+	u32 rttvar4;
+	bool rtt_probe;		/* timing the acknowledgment of rtt_psn */
+	u32 rtt_psn;
+	unsigned long rtt_start;
 	struct timer_list retrans_timer;
 	struct timer_list rnr_timer;
 };
@@ -316,7 +344,9 @@ void sroce_comp_arm_retrans(struct sroce_qp *qp);
 void sroce_comp_timers_init(struct sroce_qp *qp);
 void sroce_comp_timers_stop(struct sroce_qp *qp, bool final);
 void sroce_comp_reset(struct sroce_qp *qp);
-void sroce_req_init(struct sroce_qp *qp);
+int sroce_req_init(struct sroce_qp *qp);
+void sroce_req_cleanup(struct sroce_qp *qp);
+void sroce_req_detach(struct sroce_qp *qp);
 
 /* post_send (kernel QPs, or the doorbell of user QPs), post_recv. */
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

@@ -13,6 +13,9 @@
  */
 
 #include <linux/bitops.h>
+#include <linux/jiffies.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_addr.h>
@@ -33,11 +36,19 @@
 #define SROCE_REQ_BATCH		16
 /* Payloads from this size on reference MR pages instead of copying. */
 #define SROCE_ZCOPY_MIN		512
+/* Request packets a QP may have in the IP stack and NIC queues. */
+#define SROCE_TX_INFLIGHT_HIGH	64
+#define SROCE_TX_INFLIGHT_LOW	16
 
 /* req.run_flags */
 enum {
 	SROCE_REQ_RUNNING,
 	SROCE_REQ_AGAIN,
+};
+
+/* sroce_tx_acct.flags */
+enum {
+	SROCE_TX_WAITING,	/* the requester stopped at the high mark */
 };
 
 #define SROCE_SEND_FLAGS \
@@ -581,6 +592,15 @@ static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				(p->offset / mtu) : 1;
 
 	req->psn = sroce_psn_add(req->psn, npkts);
+	if (sroce_qp_is_rc(qp) && sroce_psn_after(req->psn, req->psn_sent)) {
+		/* a first transmission: may time the round trip */
+		req->psn_sent = req->psn;
+		if (!qp->comp.rtt_probe && (p->ackreq || responses)) {
+			qp->comp.rtt_probe = true;
+			qp->comp.rtt_psn = sroce_psn_add(req->psn, SROCE_PSN_MASK);
+			qp->comp.rtt_start = jiffies;
+		}
+	}
 	req->offset = responses ? wqe->length : p->offset + p->payload;
 	if (p->ackreq)
 		req->noack = 0;
@@ -667,6 +687,61 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	return SROCE_REQ_PACKET;
 }
 
+/* ---- transmit credits (struct sroce_tx_acct) ---- */
+
+static void sroce_tx_acct_put(struct sroce_tx_acct *acct)
+{
+	if (refcount_dec_and_test(&acct->ref))
+		kfree(acct);
+}
+
+/*
+ * Runs wherever the stack frees the packet, possibly under a transmit
+ * queue's lock: never transmit from here, let req.work do it.
+ */
+static void sroce_req_skb_destructor(struct sk_buff *skb)
+{
+	struct sroce_tx_acct *acct = skb_shinfo(skb)->destructor_arg;
+	struct sroce_qp *qp;
+
+	if (atomic_dec_return(&acct->inflight) <= SROCE_TX_INFLIGHT_LOW &&
+	    test_and_clear_bit(SROCE_TX_WAITING, &acct->flags)) {
+		rcu_read_lock();
+		qp = rcu_dereference(acct->qp);
+		if (qp)
+			queue_work(system_highpri_wq, &qp->req.work);
+		rcu_read_unlock();
+	}
+	sroce_tx_acct_put(acct);
+}
+
+/*
+ * destructor_arg is free: only zero-copy skbs from sockets
+ * (SKBFL_ZEROCOPY_ENABLE) use it, and clones, which share it, do not
+ * inherit the destructor.
+ */
+static void sroce_req_charge(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_tx_acct *acct = qp->req.tx;
+
+	refcount_inc(&acct->ref);
+	atomic_inc(&acct->inflight);
+	skb_shinfo(skb)->destructor_arg = acct;
+	skb->destructor = sroce_req_skb_destructor;
+}
+
+static bool sroce_req_tx_full(struct sroce_qp *qp)
+{
+	struct sroce_tx_acct *acct = qp->req.tx;
+
+	if (atomic_read(&acct->inflight) < SROCE_TX_INFLIGHT_HIGH)
+		return false;
+	set_bit(SROCE_TX_WAITING, &acct->flags);
+	/* WAITING is visible before the count is read again: no lost wake */
+	smp_mb__after_atomic();
+	return atomic_read(&acct->inflight) > SROCE_TX_INFLIGHT_LOW;
+}
+
 /* Build up to @budget packets into @q (sq_lock held); how many. */
 static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 			   int budget, struct sroce_av *ud_av,
@@ -687,9 +762,11 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 		sroce_qp_error_locked(qp, n);
 		return 0;
 	}
-	while (built < budget && qp->req.cur != qp->sq.fetched) {
+	while (built < budget && qp->req.cur != qp->sq.fetched &&
+	       !sroce_req_tx_full(qp)) {
 		if (sroce_req_one(qp, ud_av, &skb, n) != SROCE_REQ_PACKET)
 			break;
+		sroce_req_charge(qp, skb);
 		__skb_queue_tail(q, skb);
 		built++;
 	}
@@ -754,7 +831,27 @@ static void sroce_req_work(struct work_struct *work)
 	sroce_req_run(container_of(work, struct sroce_qp, req.work));
 }
 
-void sroce_req_init(struct sroce_qp *qp)
+int sroce_req_init(struct sroce_qp *qp)
 {
+	struct sroce_tx_acct *acct = kzalloc(sizeof(*acct), GFP_KERNEL);
+
+	if (!acct)
+		return -ENOMEM;
+	refcount_set(&acct->ref, 1);
+	RCU_INIT_POINTER(acct->qp, qp);
+	qp->req.tx = acct;
 	INIT_WORK(&qp->req.work, sroce_req_work);
+	return 0;
+}
+
+/* Packets freed from now on no longer wake the QP (RCU grace to follow). */
+void sroce_req_detach(struct sroce_qp *qp)
+{
+	RCU_INIT_POINTER(qp->req.tx->qp, NULL);
+}
+
+/* After sroce_req_detach(), a grace period and the last run of req.work. */
+void sroce_req_cleanup(struct sroce_qp *qp)
+{
+	sroce_tx_acct_put(qp->req.tx);
 }
