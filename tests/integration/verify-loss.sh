@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 pairs=sroce:sroce,sroce:rxe,rxe:sroce timeout=1500 full-only
+# sroce-test: kernels=6.1 pairs=sroce:sroce,rxe:sroce timeout=1500 full-only
 # SPDX-License-Identifier: GPL-2.0
 # verify.sh over a lossy, reordering, duplicating link (netem on both
 # guests' egress): retransmission, go-back-N, duplicate detection and READ /
