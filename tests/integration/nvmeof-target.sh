@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12,debug pairs=sroce:rxe timeout=600 full-only
+# sroce-test: kernels=6.1,6.12 pairs=sroce:rxe timeout=600
 # SPDX-License-Identifier: GPL-2.0
 # A kernel consumer on sroce: guest a exports a 16 MiB file as an NVMe-oF
 # namespace with nvmet-rdma over sroce, guest b connects with nvme-rdma over
