@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12,debug pairs=sroce:rxe,rxe:sroce timeout=600 full-only
+# sroce-test: kernels=6.1 pairs=sroce:rxe,rxe:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # RoCEv2 on the wire between sroce and stock rdma_rxe, over IPv4 and IPv6,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12,debug pairs=none timeout=600 full-only
+# sroce-test: kernels=6.1 pairs=none timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # sroce's receive path against RoCEv2 packets built outside the kernel:
