@@ -389,7 +389,8 @@ enum sroce_net_counter {
 	SROCE_CNT_RX_BYTES,
 	SROCE_CNT_RX_ICRC_ERRORS,
 	SROCE_CNT_RX_MALFORMED,
-	SROCE_CNT_NUM
+	SROCE_CNT_RX_STATS,	/* then enum sroce_rx_stat (rx.c, resp.c) */
+	SROCE_CNT_NUM = SROCE_CNT_RX_STATS + SROCE_RX_STATS_NUM
 };
 
 static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
@@ -400,6 +401,18 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
 	[SROCE_CNT_RX_ICRC_ERRORS] = { .name = "rx_icrc_errors" },
 	[SROCE_CNT_RX_MALFORMED] = { .name = "rx_malformed" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_NO_QP] = { .name = "rx_drop_no_qp" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_TRANSPORT] = { .name = "rx_drop_qp_type" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_STATE] = { .name = "rx_drop_qp_state" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_PKEY] = { .name = "rx_drop_pkey" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_QKEY] = { .name = "rx_drop_qkey" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_ADDR] = { .name = "rx_drop_address" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_UNSUPPORTED] = { .name = "rx_drop_unsupported" },
+	[SROCE_CNT_RX_STATS + SROCE_RESP_DROPPED] = { .name = "resp_dropped" },
+	[SROCE_CNT_RX_STATS + SROCE_RESP_DUPLICATES] = { .name = "resp_duplicates" },
+	[SROCE_CNT_RX_STATS + SROCE_RESP_SEQ_NAKS] = { .name = "resp_seq_naks" },
+	[SROCE_CNT_RX_STATS + SROCE_RESP_RNR_NAKS] = { .name = "resp_rnr_naks" },
+	[SROCE_CNT_RX_STATS + SROCE_RESP_ERR_NAKS] = { .name = "resp_err_naks" },
 };
 
 static struct rdma_hw_stats *
@@ -422,6 +435,7 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 	stats->value[SROCE_CNT_RX_BYTES] = c.rx_bytes;
 	stats->value[SROCE_CNT_RX_ICRC_ERRORS] = c.rx_icrc_errors;
 	stats->value[SROCE_CNT_RX_MALFORMED] = c.rx_malformed;
+	sroce_rx_stats_read(to_sdev(ibdev), &stats->value[SROCE_CNT_RX_STATS]);
 	return SROCE_CNT_NUM;
 }
 

@@ -74,6 +74,11 @@ struct resp_reply {
 	bool started;		/* the FIRST response went out */
 };
 
+static void resp_count(struct sroce_qp *qp, enum sroce_rx_stat stat)
+{
+	atomic64_inc(&qp->sdev->rx_stats.c[stat]);
+}
+
 static u8 resp_syn_ack(void)
 {
 	/* The responder does not track end-to-end credits. */
@@ -481,7 +486,7 @@ static void resp_dup_read(struct sroce_qp *qp, struct sk_buff *skb,
 	r->len = dlen;
 	return;
 drop:
-	rs->stats.dropped++;
+	resp_count(qp, SROCE_RESP_DROPPED);
 }
 
 static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
@@ -491,14 +496,14 @@ static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
 	struct sroce_resp_res *res;
 
-	rs->stats.duplicates++;
+	resp_count(qp, SROCE_RESP_DUPLICATES);
 	if (pkt->flags & SROCE_OPF_READ) {
 		resp_dup_read(qp, skb, r);
 	} else if (pkt->flags & SROCE_OPF_ATOMIC) {
 		/* replay the result, never the operation */
 		res = resp_res_find(rs, SROCE_RES_ATOMIC, pkt->psn);
 		if (!res) {
-			rs->stats.dropped++;
+			resp_count(qp, SROCE_RESP_DROPPED);
 			return;
 		}
 		r->kind = REPLY_ATOMIC_ACK;
@@ -571,7 +576,7 @@ static void resp_rc_fatal(struct sroce_qp *qp, enum resp_status st, u32 psn,
 	if (rs->have_wqe)
 		resp_complete(qp, NULL, wc, SROCE_WC_RECV, 0);
 	rs->failed = true;
-	rs->stats.fatal_naks++;
+	resp_count(qp, SROCE_RESP_ERR_NAKS);
 	resp_reply_ack(r, sroce_syn_nak(nak), psn, rs->msn);
 	r->fatal = true;
 }
@@ -587,11 +592,11 @@ static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 	if (unlikely(diff > 0)) {
 		/* packets were lost: ask for them once (class B) */
 		if (rs->nak_pending) {
-			rs->stats.dropped++;
+			resp_count(qp, SROCE_RESP_DROPPED);
 			return;
 		}
 		rs->nak_pending = true;
-		rs->stats.seq_naks++;
+		resp_count(qp, SROCE_RESP_SEQ_NAKS);
 		resp_reply_ack(r, sroce_syn_nak(SROCE_NAK_PSN_SEQ_ERR),
 			       rs->epsn, rs->msn);
 		return;
@@ -617,7 +622,7 @@ static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		break;
 	case RESP_RNR:
 		rs->nak_pending = true;
-		rs->stats.rnr_naks++;
+		resp_count(qp, SROCE_RESP_RNR_NAKS);
 		resp_reply_ack(r, sroce_syn_rnr(READ_ONCE(qp->attr.min_rnr_timer)),
 			       pkt->psn, rs->msn);
 		break;
@@ -671,7 +676,7 @@ static bool resp_uc(struct sroce_qp *qp, struct sk_buff *skb)
 	resp_uc_abort(rs);
 	rs->uc_drop = !(pkt->flags & SROCE_OPF_LAST);
 drop:
-	rs->stats.dropped++;
+	resp_count(qp, SROCE_RESP_DROPPED);
 	return false;
 }
 
@@ -712,7 +717,7 @@ static bool resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 drop:
 	/* no receive posted or too small: UD drops silently (class D) */
 	rs->have_wqe = false;
-	rs->stats.dropped++;
+	resp_count(qp, SROCE_RESP_DROPPED);
 	return false;
 }
 
@@ -975,7 +980,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 
 	spin_lock_irqsave(&rs->lock, flags);
 	if (unlikely(rs->failed)) {
-		rs->stats.dropped++;
+		resp_count(qp, SROCE_RESP_DROPPED);
 	} else {
 		switch (qp->ibqp.qp_type) {
 		case IB_QPT_RC:
@@ -1027,7 +1032,6 @@ static void resp_reset(struct sroce_resp_state *rs)
 	rs->res_head = 0;
 	if (rs->res)
 		memset(rs->res, 0, rs->num_res * sizeof(*rs->res));
-	memset(&rs->stats, 0, sizeof(rs->stats));
 }
 
 int sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,

@@ -53,19 +53,10 @@ enum sroce_resp_msg {
 	SROCE_RESP_MSG_WRITE,
 };
 
-/* Per-QP responder counters, under the responder lock. */
-struct sroce_resp_stats {
-	u64 duplicates;
-	u64 seq_naks;
-	u64 rnr_naks;
-	u64 fatal_naks;		/* invalid request, remote access/op error */
-	u64 dropped;
-};
-
 /*
  * Responder state, embedded in struct sroce_qp as qp->resp.
  *
- * Locking: @lock protects the fields from @epsn to @stats. It is taken with
+ * Locking: @lock protects the fields from @epsn to @res_head. It is taken with
  * spin_lock_irqsave() (like the QP's other locks) from packet receive
  * (softirq) and from sroce_resp_modify() (process context). Lock order:
  * qp->mutex > resp.lock > qp->sq_lock > qp->rq_lock > CQ lock. No packet
@@ -80,7 +71,7 @@ struct sroce_resp_stats {
  * @tx_work is queued or running and holds a reference on the QP.
  */
 struct sroce_resp_state {
-	spinlock_t lock;	/* protects @epsn .. @stats */
+	spinlock_t lock;	/* protects @epsn .. @res_head */
 
 	u32 epsn;		/* next expected request PSN (rq_psn) */
 	u32 msn;		/* messages completed, 24 bits */
@@ -114,8 +105,6 @@ struct sroce_resp_state {
 	unsigned int num_res;
 	unsigned int res_head;	/* next entry to overwrite */
 
-	struct sroce_resp_stats stats;
-
 	spinlock_t tx_lock;	/* protects @tx_queue and @tx_busy */
 	struct list_head tx_queue;
 	bool tx_busy;
@@ -123,19 +112,33 @@ struct sroce_resp_state {
 };
 
 /*
- * Receive-path drop counters of a device (struct sroce_dev.rx_drops):
- * packets the transport discarded before or instead of a QP's responder
- * or completer. Atomic, updated only on drop paths.
+ * Counters of the receive path of a device (struct sroce_dev.rx_stats):
+ * packets rx.c drops before a QP sees them, and what the responders did.
+ * Atomic; touched only off the fast path (drops, duplicates, NAKs). The
+ * port's hw_counters (net.c) show them after its own.
  */
-struct sroce_rx_drops {
-	atomic64_t no_qp;	/* unknown or multicast destination QP */
-	atomic64_t bad_transport;	/* opcode class differs from QP type */
-	atomic64_t bad_state;	/* QP state does not accept the packet */
-	atomic64_t bad_pkey;
-	atomic64_t bad_qkey;
-	atomic64_t bad_addr;	/* RC/UC source/destination not the QP's */
-	atomic64_t unsupported;	/* CNP and opcodes nobody handles */
+enum sroce_rx_stat {
+	SROCE_RX_NO_QP,		/* unknown or multicast destination QP */
+	SROCE_RX_BAD_TRANSPORT,	/* opcode class differs from QP type */
+	SROCE_RX_BAD_STATE,	/* QP state does not accept the packet */
+	SROCE_RX_BAD_PKEY,
+	SROCE_RX_BAD_QKEY,
+	SROCE_RX_BAD_ADDR,	/* RC/UC source/destination not the QP's */
+	SROCE_RX_UNSUPPORTED,	/* CNPs */
+	SROCE_RESP_DROPPED,	/* requests a responder discarded */
+	SROCE_RESP_DUPLICATES,	/* duplicate requests (re-ACKed/replayed) */
+	SROCE_RESP_SEQ_NAKS,	/* PSN sequence error NAKs sent */
+	SROCE_RESP_RNR_NAKS,	/* RNR NAKs sent */
+	SROCE_RESP_ERR_NAKS,	/* fatal NAKs: invalid request, access, op */
+	SROCE_RX_STATS_NUM
 };
+
+struct sroce_rx_stats {
+	atomic64_t c[SROCE_RX_STATS_NUM];
+};
+
+/* Read the counters into @values[0 .. SROCE_RX_STATS_NUM - 1]. */
+void sroce_rx_stats_read(struct sroce_dev *sdev, u64 *values);
 
 /*
  * Lifecycle, called by qp.c. sroce_resp_init() at create (process

@@ -3,7 +3,7 @@
  * Receive dispatch: a validated RoCEv2 packet (net.c) goes to the
  * responder of its destination QP when it is a request, to the completer
  * when it is a response or acknowledgment. Whatever fails a check here is
- * counted in sdev->rx_drops and freed: the peer is not trusted to address
+ * counted in sdev->rx_stats and freed: the peer is not trusted to address
  * an existing QP of the right type in the right state.
  *
  * Softirq context under rcu_read_lock(). The skb is owned by this file
@@ -95,23 +95,23 @@ static atomic64_t *rx_check(struct sroce_dev *sdev, struct sroce_qp *qp,
 			    const struct sk_buff *skb, bool request)
 {
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
-	struct sroce_rx_drops *drops = &sdev->rx_drops;
+	struct sroce_rx_stats *drops = &sdev->rx_stats;
 
 	if (!rx_transport_ok(qp, pkt->opcode))
-		return &drops->bad_transport;
+		return &drops->c[SROCE_RX_BAD_TRANSPORT];
 	if (!rx_state_ok(qp, request))
-		return &drops->bad_state;
+		return &drops->c[SROCE_RX_BAD_STATE];
 	if (!rx_pkey_ok(skb))
-		return &drops->bad_pkey;
+		return &drops->c[SROCE_RX_BAD_PKEY];
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 		if (!rx_addr_ok(qp, skb))
-			return &drops->bad_addr;
+			return &drops->c[SROCE_RX_BAD_ADDR];
 		break;
 	default:
 		if (!rx_qkey_ok(qp, skb))
-			return &drops->bad_qkey;
+			return &drops->c[SROCE_RX_BAD_QKEY];
 		break;
 	}
 	return NULL;
@@ -126,13 +126,13 @@ void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 
 	if (unlikely(!(pkt->flags & (SROCE_OPF_REQ | SROCE_OPF_RESP)))) {
 		/* CNPs: sroce does no congestion control (yet) */
-		atomic64_inc(&sdev->rx_drops.unsupported);
+		atomic64_inc(&sdev->rx_stats.c[SROCE_RX_UNSUPPORTED]);
 		goto free;
 	}
 	/* the multicast QPN never resolves: sroce has no multicast groups */
 	qp = sroce_qp_get(sdev, pkt->qpn);
 	if (unlikely(!qp)) {
-		atomic64_inc(&sdev->rx_drops.no_qp);
+		atomic64_inc(&sdev->rx_stats.c[SROCE_RX_NO_QP]);
 		goto free;
 	}
 	drop = rx_check(sdev, qp, skb, request);
@@ -149,4 +149,12 @@ void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 	return;
 free:
 	kfree_skb(skb);
+}
+
+void sroce_rx_stats_read(struct sroce_dev *sdev, u64 *values)
+{
+	unsigned int i;
+
+	for (i = 0; i < SROCE_RX_STATS_NUM; i++)
+		values[i] = atomic64_read(&sdev->rx_stats.c[i]);
 }

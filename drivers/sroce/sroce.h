@@ -91,8 +91,8 @@ struct sroce_dev {
 	/* UDP/IP attachment: sroce_net_open() .. sroce_net_close() (net.h). */
 	struct sroce_net_port net_port;
 
-	/* Packets the transport's receive path dropped (rx.c); atomics. */
-	struct sroce_rx_drops rx_drops;
+	/* Receive path and responder counters (rx.c, resp.c); atomics. */
+	struct sroce_rx_stats rx_stats;
 };
 
 struct sroce_ucontext {

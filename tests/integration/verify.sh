@@ -80,4 +80,8 @@ run 4 18600 "$qps" "$ops"
 barrier v4-done 600
 run 6 18601 "$qps6" "$ops6"
 barrier done 600
+if [[ $SROCE_DEV_TYPE == sroce ]]; then
+	# what the receive path went through (drops, duplicates, NAKs)
+	rdma statistic show link "$SROCE_DEV/1" || fail "no port counters"
+fi
 log "PASS"
