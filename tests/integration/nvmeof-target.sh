@@ -18,7 +18,6 @@ require_pair
 require_cmd sha256sum cmp dd
 nqn=nqn.2024-01.org.sroce:nvmeof-target
 mib=16
-[[ $SROCE_KERNEL == debug ]] && mib=4
 
 if [[ $SROCE_ROLE == a ]]; then
 	modprobe nvmet-rdma || fail "cannot load nvmet-rdma"
