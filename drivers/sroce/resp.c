@@ -97,10 +97,10 @@ static void resp_reply_ack(struct resp_reply *r, u8 syndrome, u32 psn,
 /* ---- receive WQEs and completions ---- */
 
 /*
- * Complete the receive WQE in rs->wqe. Returns false if it was flushed
- * meanwhile (the QP went to the error state): nothing is posted then.
+ * Complete the receive WQE in rs->wqe. If a flush got to it first (the QP
+ * went to the error state meanwhile), the flush's completion stands.
  */
-static bool resp_complete(struct sroce_qp *qp, struct sk_buff *skb,
+static void resp_complete(struct sroce_qp *qp, struct sk_buff *skb,
 			  enum ib_wc_status status, u8 opcode, u32 byte_len)
 {
 	struct sroce_resp_state *rs = &qp->resp;
@@ -136,7 +136,7 @@ static bool resp_complete(struct sroce_qp *qp, struct sk_buff *skb,
 			cqe.src_qp = sroce_deth_sqp(deth);
 		}
 	}
-	return sroce_rq_complete(qp, rs->wqe, &cqe, solicited);
+	sroce_rq_complete(qp, rs->wqe, &cqe, solicited);
 }
 
 /* Make rs->wqe the oldest posted receive WQE (it stays posted). */
