@@ -16,6 +16,7 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.alloc_pd = alloc_pd;
     ops.create_ah = create_ah;
     ops.create_cq = create_cq;
+    ops.create_cq_ex = create_cq_ex;
     ops.create_qp = create_qp;
     ops.create_qp_ex = create_qp_ex;
     ops.create_srq = create_srq;

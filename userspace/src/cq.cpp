@@ -54,6 +54,137 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp
     return &cq->vcq.cq;
 }
 
+// --- the extended poll API ----------------------------------------------------
+
+namespace {
+
+constexpr std::uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+
+Cq& cq_of(ibv_cq_ex* cqx) noexcept {
+    return *reinterpret_cast<Cq*>(cqx);
+}
+
+void load_current(Cq& cq) noexcept {
+    decode_cqe(cq.ring.peek(cq.polled), cq.current);
+    cq.vcq.cq_ex.wr_id = cq.current.wr_id;
+    cq.vcq.cq_ex.status = cq.current.status;
+}
+
+int start_poll(ibv_cq_ex* cqx, ibv_poll_cq_attr* attr) noexcept {
+    if (attr != nullptr && attr->comp_mask != 0)
+        return EINVAL;
+    Cq& cq = cq_of(cqx);
+    cq.lock.lock();
+    if (cq.ring.available() == 0) {
+        cq.lock.unlock(); // the caller does not end_poll after ENOENT
+        return ENOENT;
+    }
+    cq.polled = 0;
+    load_current(cq);
+    return 0;
+}
+
+int next_poll(ibv_cq_ex* cqx) noexcept {
+    Cq& cq = cq_of(cqx);
+    if (cq.ring.available() <= cq.polled + 1)
+        return ENOENT;
+    ++cq.polled;
+    load_current(cq);
+    return 0;
+}
+
+void end_poll(ibv_cq_ex* cqx) noexcept {
+    Cq& cq = cq_of(cqx);
+    cq.ring.consume(cq.polled + 1);
+    cq.polled = 0;
+    cq.lock.unlock();
+}
+
+ibv_wc_opcode read_opcode(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.opcode;
+}
+std::uint32_t read_vendor_err(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.vendor_err;
+}
+std::uint32_t read_byte_len(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.byte_len;
+}
+__be32 read_imm_data(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.imm_data;
+}
+std::uint32_t read_qp_num(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.qp_num;
+}
+std::uint32_t read_src_qp(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.src_qp;
+}
+unsigned int read_wc_flags(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.wc_flags;
+}
+std::uint32_t read_slid(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.slid;
+}
+std::uint8_t read_sl(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.sl;
+}
+std::uint8_t read_dlid_path_bits(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).current.dlid_path_bits;
+}
+
+} // namespace
+
+void setup_cq_ex(Cq& cq) noexcept {
+    ibv_cq_ex& cqx = cq.vcq.cq_ex;
+    cqx.start_poll = start_poll;
+    cqx.next_poll = next_poll;
+    cqx.end_poll = end_poll;
+    cqx.read_opcode = read_opcode;
+    cqx.read_vendor_err = read_vendor_err;
+    cqx.read_byte_len = read_byte_len;
+    cqx.read_imm_data = read_imm_data;
+    cqx.read_qp_num = read_qp_num;
+    cqx.read_src_qp = read_src_qp;
+    cqx.read_wc_flags = read_wc_flags;
+    cqx.read_slid = read_slid;
+    cqx.read_sl = read_sl;
+    cqx.read_dlid_path_bits = read_dlid_path_bits;
+}
+
+// Completion timestamps, VLAN, flow tags and the like are not produced;
+// a CQ that asks for them is refused rather than handed zeros.
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
+    const bool flags_ok = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) == 0 || attr->flags == 0;
+    if ((attr->wc_flags & ~kSupportedWcFlags) != 0 ||
+        (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS)) != 0 ||
+        !flags_ok) {
+        set_errno(EOPNOTSUPP);
+        return nullptr;
+    }
+    auto* cq = new (std::nothrow) Cq{};
+    if (cq == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_create_cq_ex cmd{};
+    WithDriverData<ib_uverbs_ex_create_cq_resp, sroce_create_cq_resp> resp;
+    int err = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd, sizeof(cmd), resp.core(), resp.size(),
+                                   0);
+    if (err != 0) {
+        delete cq;
+        set_errno(err);
+        return nullptr;
+    }
+    err = map_cq_ring(ctx->cmd_fd, resp.driver().cq, cq->mapping, cq->ring);
+    if (err != 0) {
+        (void)ibv_cmd_destroy_cq(&cq->vcq.cq);
+        delete cq;
+        set_errno(err);
+        return nullptr;
+    }
+    setup_cq_ex(*cq);
+    return &cq->vcq.cq_ex;
+}
+
 int destroy_cq(ibv_cq* ibcq) noexcept {
     const int err = ibv_cmd_destroy_cq(ibcq);
     if (err != 0)

@@ -62,6 +62,10 @@ struct Cq {
     SpinLock lock;
     ConsumerRing ring; // guarded by lock
     Mapping mapping;   // guarded by lock (replaced by resize)
+    // The extended poll API (start_poll ... end_poll, lock held): CQEs
+    // returned so far, and the decoded current one.
+    std::uint32_t polled = 0;
+    ibv_wc current{};
 };
 
 struct SendQueue {
@@ -167,6 +171,9 @@ int destroy_ah(ibv_ah* ah) noexcept;
 
 // --- completion queues (cq.cpp) ---------------------------------------------
 ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp_vector) noexcept;
+ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept;
+// Installs the extended poll API on a CQ (create_cq_ex does this; tests too).
+void setup_cq_ex(Cq& cq) noexcept;
 int destroy_cq(ibv_cq* cq) noexcept;
 int resize_cq(ibv_cq* cq, int cqe) noexcept;
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;

@@ -244,6 +244,14 @@ struct verbs_write_cmd {
     Core core;
 };
 
+// Extended commands start with a second header (rdma-core's struct ex_hdr).
+template <typename Core>
+struct verbs_write_cmd_ex {
+    ib_uverbs_cmd_hdr hdr;
+    ib_uverbs_ex_cmd_hdr ex_hdr;
+    Core core;
+};
+
 using verbs_cmd_get_context = verbs_write_cmd<ib_uverbs_get_context>;
 using verbs_cmd_query_port = verbs_write_cmd<ib_uverbs_query_port>;
 using verbs_cmd_alloc_pd = verbs_write_cmd<ib_uverbs_alloc_pd>;
@@ -258,6 +266,7 @@ using verbs_cmd_create_srq = verbs_write_cmd<ib_uverbs_create_srq>;
 using verbs_cmd_create_xsrq = verbs_write_cmd<ib_uverbs_create_xsrq>;
 using verbs_cmd_modify_srq = verbs_write_cmd<ib_uverbs_modify_srq>;
 using verbs_cmd_query_srq = verbs_write_cmd<ib_uverbs_query_srq>;
+using verbs_cmd_create_cq_ex = verbs_write_cmd_ex<ib_uverbs_ex_create_cq>;
 
 // --- functions exported under IBVERBS_PRIVATE_34 --------------------------
 
@@ -291,6 +300,10 @@ int ibv_cmd_dereg_mr(verbs_mr* mr);
 int ibv_cmd_create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector,
                       ibv_cq* cq, verbs_cmd_create_cq* cmd, std::size_t cmd_size,
                       ib_uverbs_create_cq_resp* resp, std::size_t resp_size);
+int ibv_cmd_create_cq_ex(ibv_context* context, const ibv_cq_init_attr_ex* cq_attr, verbs_cq* cq,
+                         verbs_cmd_create_cq_ex* cmd, std::size_t cmd_size,
+                         ib_uverbs_ex_create_cq_resp* resp, std::size_t resp_size,
+                         std::uint32_t cmd_flags);
 int ibv_cmd_resize_cq(ibv_cq* cq, int cqe, verbs_cmd_resize_cq* cmd, std::size_t cmd_size,
                       ib_uverbs_resize_cq_resp* resp, std::size_t resp_size);
 int ibv_cmd_req_notify_cq(ibv_cq* cq, int solicited_only);
@@ -400,3 +413,5 @@ static_assert(sizeof(verbs_cmd_create_srq) == 40);
 static_assert(sizeof(verbs_cmd_create_xsrq) == 56);
 static_assert(sizeof(verbs_cmd_modify_srq) == 24);
 static_assert(sizeof(verbs_cmd_query_srq) == 24);
+static_assert(sizeof(verbs_cmd_create_cq_ex) == 56);
+static_assert(sizeof(ib_uverbs_ex_create_cq_resp) == 16);

@@ -53,6 +53,7 @@ std::vector<PrivateSymbol> declared_symbols() {
             SROCE_SYMBOL(ibv_cmd_reg_mr),
             SROCE_SYMBOL(ibv_cmd_dereg_mr),
             SROCE_SYMBOL(ibv_cmd_create_cq),
+            SROCE_SYMBOL(ibv_cmd_create_cq_ex),
             SROCE_SYMBOL(ibv_cmd_resize_cq),
             SROCE_SYMBOL(ibv_cmd_req_notify_cq),
             SROCE_SYMBOL(ibv_cmd_destroy_cq),
@@ -369,6 +370,16 @@ TEST_F(FakeContext, PrivateOnlyOpsDispatchToWhereWeDeclaredThem) {
     expect_call("unimport_dm", [&] { ibv_unimport_dm(&dm); });
     expect_call("reg_dmabuf_mr", [&] { ibv_reg_dmabuf_mr(&pd, 0, 4096, 0, -1, 0); });
     expect_call("free_context", [&] { ibv_close_device(ibctx()); });
+}
+
+// VERBS_QP_EX and verbs_qp::comp_mask as ibv_qp_to_qp_ex() reads them.
+TEST(VerbsQp, ExtendedFlagMakesQpToQpExWork) {
+    verbs_qp vqp{};
+    EXPECT_EQ(ibv_qp_to_qp_ex(&vqp.qp), nullptr);
+    vqp.comp_mask = VERBS_QP_EX;
+    EXPECT_EQ(ibv_qp_to_qp_ex(&vqp.qp), &vqp.qp_ex);
+    vqp.comp_mask = VERBS_QP_XRCD;
+    EXPECT_EQ(ibv_qp_to_qp_ex(&vqp.qp), nullptr);
 }
 
 // --- command layouts ---------------------------------------------------------

@@ -520,6 +520,40 @@ TEST_F(FakeCq, PollReturnsPublishedCompletionsInOrder) {
     EXPECT_EQ(poll_cq(ibcq(), -1, wc.data()), -EINVAL);
 }
 
+TEST_F(FakeCq, ExtendedPollWalksTheSameRing) {
+    setup_cq_ex(*cq_);
+    ibv_cq_ex* cqx = &cq_->vcq.cq_ex;
+    ibv_poll_cq_attr attr{};
+    EXPECT_EQ(ibv_start_poll(cqx, &attr), ENOENT);
+    produce(3, 500);
+    ASSERT_EQ(ibv_start_poll(cqx, &attr), 0);
+    EXPECT_EQ(cqx->wr_id, 500U);
+    EXPECT_EQ(cqx->status, IBV_WC_SUCCESS);
+    EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RECV);
+    EXPECT_EQ(ibv_wc_read_byte_len(cqx), 10U);
+    EXPECT_EQ(ibv_wc_read_qp_num(cqx), 0x42U);
+    ASSERT_EQ(ibv_next_poll(cqx), 0);
+    EXPECT_EQ(cqx->wr_id, 501U);
+    EXPECT_EQ(ibv_wc_read_byte_len(cqx), 11U);
+    ASSERT_EQ(ibv_next_poll(cqx), 0);
+    EXPECT_EQ(cqx->wr_id, 502U);
+    EXPECT_EQ(ibv_next_poll(cqx), ENOENT);
+    EXPECT_EQ(mem_.ctrl().consumer, 0U) << "handed back only at end_poll";
+    ibv_end_poll(cqx);
+    EXPECT_EQ(mem_.ctrl().consumer, 3U);
+
+    // The classic poll sees what is left, and the lock was released.
+    produce(2, 600);
+    ASSERT_EQ(ibv_start_poll(cqx, &attr), 0);
+    ibv_end_poll(cqx); // consumes one
+    std::array<ibv_wc, 4> wc{};
+    ASSERT_EQ(poll_cq(ibcq(), 4, wc.data()), 1);
+    EXPECT_EQ(wc[0].wr_id, 601U);
+
+    attr.comp_mask = 1;
+    EXPECT_EQ(ibv_start_poll(cqx, &attr), EINVAL);
+}
+
 TEST_F(FakeCq, PollingKeepsUpWithAKernelThread) {
     constexpr std::uint64_t kTotal = 200000;
     std::thread kernel{[&] {

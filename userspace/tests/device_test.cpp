@@ -626,6 +626,58 @@ TEST_F(Device, UnsupportedSendOpsAreRefusedAtCreate) {
     EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
+TEST_F(Device, ExtendedCqPollsCompletions) {
+    ibv_cq_init_attr_ex cattr{};
+    cattr.cqe = 32;
+    cattr.wc_flags = IBV_WC_STANDARD_FLAGS;
+    ibv_cq_ex* cqx = ibv_create_cq_ex(ctx_.get(), &cattr);
+    ASSERT_NE(cqx, nullptr) << std::strerror(errno);
+    CqPtr cq{ibv_cq_ex_to_cq(cqx)};
+    CqPtr other = make_cq();
+    QpPtr a = make_qp(IBV_QPT_RC, cq.get(), cq.get());
+    QpPtr b = make_qp(IBV_QPT_RC, other.get(), other.get());
+    ASSERT_TRUE(a && b);
+    ASSERT_TRUE(connect_rc(a.get(), b->qp_num));
+    ASSERT_TRUE(connect_rc(b.get(), a->qp_num));
+    Buffer buf{pd_.get(), 256, kAllAccess};
+    ibv_sge sge = buf.sge(0, 40);
+    for (std::uint64_t id = 1; id <= 3; ++id) {
+        ibv_send_wr wr{};
+        wr.wr_id = id;
+        wr.opcode = IBV_WR_RDMA_WRITE;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = buf.addr(128);
+        wr.wr.rdma.rkey = buf.mr->rkey;
+        ibv_send_wr* bad = nullptr;
+        ASSERT_EQ(ibv_post_send(a.get(), &wr, &bad), 0);
+    }
+    std::vector<std::uint64_t> ids;
+    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    while (ids.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+        ibv_poll_cq_attr pattr{};
+        if (ibv_start_poll(cqx, &pattr) != 0) {
+            std::this_thread::sleep_for(100us);
+            continue;
+        }
+        do {
+            EXPECT_EQ(cqx->status, IBV_WC_SUCCESS);
+            EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RDMA_WRITE);
+            EXPECT_EQ(ibv_wc_read_qp_num(cqx), a->qp_num);
+            ids.push_back(cqx->wr_id);
+        } while (ibv_next_poll(cqx) == 0);
+        ibv_end_poll(cqx);
+    }
+    EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2, 3}));
+    a.reset();
+
+    cattr.wc_flags = std::uint64_t{IBV_WC_STANDARD_FLAGS} | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+    errno = 0;
+    EXPECT_EQ(ibv_create_cq_ex(ctx_.get(), &cattr), nullptr);
+    EXPECT_EQ(errno, EOPNOTSUPP) << "no timestamps rather than zeros";
+}
+
 TEST_F(Device, CompletionChannelDeliversAnEventWhenArmed) {
     ChannelPtr channel{ibv_create_comp_channel(ctx_.get())};
     ASSERT_TRUE(channel);
