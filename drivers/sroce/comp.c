@@ -42,6 +42,10 @@ static u8 sroce_wc_opcode(u8 wr_opcode)
 		return IB_UVERBS_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_UVERBS_WC_FETCH_ADD;
+	case IB_WR_LOCAL_INV:
+		return IB_UVERBS_WC_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;	/* kernel QPs only */
 	default:
 		return IB_UVERBS_WC_SEND;
 	}
@@ -191,6 +195,8 @@ static struct sroce_swqe *sroce_comp_find(struct sroce_qp *qp, u32 psn,
 		wqe = sroce_sq_shadow(qp, i);
 		if (wqe->state == SROCE_SWQE_QUEUED)
 			break;
+		if (wqe->flags & SROCE_SWQE_F_LOCAL)
+			continue;	/* has no PSN */
 		if (sroce_psn_in_window(psn, wqe->first_psn,
 					sroce_comp_npsn(wqe))) {
 			if (index)

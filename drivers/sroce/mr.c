@@ -59,8 +59,9 @@ static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
 			       XA_LIMIT(1, SROCE_MR_INDEX_MAX), GFP_KERNEL);
 	if (err)
 		return err;
-	mr->ibmr.lkey = index << 8 | get_random_u8();
-	mr->ibmr.rkey = mr->ibmr.lkey;
+	mr->key = index << 8 | get_random_u8();
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
 	return 0;
 }
 
@@ -72,6 +73,8 @@ static struct sroce_mr *sroce_mr_alloc(struct ib_pd *ibpd, int access)
 		return NULL;
 	mr->ibmr.pd = ibpd;
 	mr->access = access;
+	mr->state = SROCE_MR_VALID;
+	spin_lock_init(&mr->lock);
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
 	return mr;
@@ -82,6 +85,7 @@ static void sroce_mr_free(struct sroce_mr *mr)
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
+	kvfree(mr->fast_pages);
 	kfree_rcu(mr, rcu);
 }
 
@@ -104,6 +108,152 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
+}
+
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > SROCE_MAX_FAST_REG_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = sroce_mr_alloc(ibpd, 0);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_FAST;
+	mr->state = SROCE_MR_INVALID;
+	mr->fast_max = max_num_sg;
+	mr->fast_pages = kvcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
+	if (!mr->fast_pages) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = sroce_mr_insert(sdev, mr);
+	if (err)
+		goto err_free;
+	return &mr->ibmr;
+
+err_free:
+	sroce_mr_free(mr);
+	return ERR_PTR(err);
+}
+
+static int sroce_mr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	if (mr->fast_npages == mr->fast_max)
+		return -ENOMEM;
+	mr->fast_pages[mr->fast_npages++] = addr;
+	return 0;
+}
+
+/*
+ * The consumer maps an invalid MR (IBTA: only a free region may be
+ * registered); the page list is read by lookups only once REG_MR made the
+ * MR valid, and every read of it is bounded by fast_max.
+ */
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	int n;
+
+	if (!ibmr->page_size || !is_power_of_2(ibmr->page_size))
+		return -EINVAL;
+	mr->fast_npages = 0;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, sroce_mr_set_page);
+	mr->fast_shift = ilog2(ibmr->page_size);
+	mr->fast_offset = mr->fast_npages ?
+			  ibmr->iova - mr->fast_pages[0] : 0;
+	return n;
+}
+
+/* The fast-registration MR @key names by its index, with a reference. */
+static struct sroce_mr *sroce_mr_get_fast(struct sroce_dev *sdev,
+					  struct ib_pd *pd, u32 key)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> 8);
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	rcu_read_unlock();
+	if (!mr)
+		return NULL;
+	if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd) {
+		sroce_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+#define SROCE_MR_FAST_ACCESS \
+	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+enum ib_wc_status sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
+				    u32 key, int access)
+{
+	enum ib_wc_status status = IB_WC_LOC_QP_OP_ERR;
+	struct sroce_mr *mr = sroce_mr_get_fast(sdev, pd, key);
+	unsigned long flags;
+
+	if (!mr)
+		return status;
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->state == SROCE_MR_INVALID && mr->fast_npages &&
+	    mr->ibmr.length && mr->ibmr.length <= SROCE_MAX_MR_SIZE &&
+	    mr->fast_offset + mr->ibmr.length <=
+	    (u64)mr->fast_npages << mr->fast_shift &&
+	    mr->ibmr.iova + mr->ibmr.length > mr->ibmr.iova) {
+		mr->iova = mr->ibmr.iova;
+		mr->length = mr->ibmr.length;
+		mr->access = access & SROCE_MR_FAST_ACCESS;
+		mr->key = key;
+		/* the fields above are visible before the MR is valid */
+		smp_store_release(&mr->state, SROCE_MR_VALID);
+		status = IB_WC_SUCCESS;
+	}
+	spin_unlock_irqrestore(&mr->lock, flags);
+	sroce_mr_put(mr);
+	return status;
+}
+
+static int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd,
+			       u32 key)
+{
+	struct sroce_mr *mr = sroce_mr_get_fast(sdev, pd, key);
+	unsigned long flags;
+	int err = -EINVAL;
+
+	if (!mr)
+		return err;
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->state == SROCE_MR_VALID && mr->key == key) {
+		WRITE_ONCE(mr->state, SROCE_MR_INVALID);
+		err = 0;
+	}
+	spin_unlock_irqrestore(&mr->lock, flags);
+	sroce_mr_put(mr);
+	return err;
+}
+
+enum ib_wc_status sroce_mr_local_inv(struct sroce_dev *sdev, struct ib_pd *pd,
+				     u32 key)
+{
+	return sroce_mr_invalidate(sdev, pd, key) ? IB_WC_LOC_QP_OP_ERR :
+						    IB_WC_SUCCESS;
+}
+
+int sroce_mr_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd, u32 rkey)
+{
+	return sroce_mr_invalidate(sdev, pd, rkey);
 }
 
 /* The pinned pages in address order, for O(1) iova lookups. */
@@ -173,7 +323,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibmr->device);
 	struct sroce_mr *mr = to_smr(ibmr);
 
-	xa_erase(&sdev->mr_xa, ibmr->lkey >> 8);
+	xa_erase(&sdev->mr_xa, mr->key >> 8);
 	/* Copies in flight hold references; they are short. */
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->released);
@@ -202,13 +352,15 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mr_xa, key >> 8);
-	if (!mr || mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref))
+	if (mr && !refcount_inc_not_zero(&mr->ref))
 		mr = NULL;
 	rcu_read_unlock();
 	if (!mr)
 		return NULL;
 
-	if (mr->ibmr.pd != pd || (mr->access & access) != access ||
+	/* state first: the fields a registration set are then consistent */
+	if (smp_load_acquire(&mr->state) != SROCE_MR_VALID ||
+	    READ_ONCE(mr->key) != key || mr->ibmr.pd != pd || (mr->access & access) != access ||
 	    !sroce_mr_contains(mr, addr, len)) {
 		sroce_mr_put(mr);
 		return NULL;
@@ -228,6 +380,15 @@ static struct page *sroce_mr_page(const struct sroce_mr *mr, u64 iova,
 
 		*off = byte & ~PAGE_MASK;
 		return mr->pages[byte >> PAGE_SHIFT];
+	}
+	if (mr->type == SROCE_MR_FAST) {
+		u64 byte = iova - mr->iova + mr->fast_offset;
+		u64 idx = byte >> mr->fast_shift;
+
+		if (idx >= min(mr->fast_npages, mr->fast_max))
+			return NULL;
+		iova = mr->fast_pages[idx] +
+		       (byte & (BIT_ULL(mr->fast_shift) - 1));
 	}
 
 	*off = offset_in_page(iova);
@@ -252,6 +413,13 @@ static int sroce_mr_chunk(const struct sroce_mr *mr, u64 iova, u32 len,
 	if (!c->page)
 		return -EFAULT;
 	c->len = min_t(u32, len, PAGE_SIZE - c->off);
+	/* fast-registration pages end at their page_size boundary */
+	if (mr->type == SROCE_MR_FAST) {
+		u64 byte = iova - mr->iova + mr->fast_offset;
+		u64 size = BIT_ULL(mr->fast_shift);
+
+		c->len = min_t(u64, c->len, size - (byte & (size - 1)));
+	}
 	return 0;
 }
 
@@ -314,16 +482,32 @@ int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
 	return 0;
 }
 
-/* Page references the zero-copy path of @len bytes at @iova would need. */
+/*
+ * Page references the zero-copy path of @len bytes at @iova would need;
+ * MAX_SKB_FRAGS (too many: copy) when a kernel MR's memory has a page the
+ * network stack may not reference (slab, no page): sroce_mr_append_skb()
+ * copies those, into linear room the caller only sizes for a copy.
+ */
 static unsigned int sroce_mr_frags(const struct sroce_mr *mr, u64 iova,
 				   u32 len)
 {
-	u64 start = mr->type == SROCE_MR_USER ?
-		    iova - mr->iova + mr->page_offset : iova;
+	u64 start = iova - mr->iova + mr->page_offset;
+	struct sroce_mr_chunk c;
+	unsigned int n = 0;
 
 	if (!len)
 		return 0;
-	return ((start + len - 1) >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
+	if (mr->type == SROCE_MR_USER)
+		return ((start + len - 1) >> PAGE_SHIFT) -
+		       (start >> PAGE_SHIFT) + 1;
+	while (len) {
+		if (sroce_mr_chunk(mr, iova, len, &c) || !sendpage_ok(c.page) ||
+		    ++n >= MAX_SKB_FRAGS)
+			return MAX_SKB_FRAGS;
+		iova += c.len;
+		len -= c.len;
+	}
+	return n;
 }
 
 int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,

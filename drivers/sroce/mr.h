@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Memory regions: user MRs pinned with ib_umem_get() and the DMA MR of
- * kernel consumers (addresses are kernel virtual addresses: an sroce device
- * has no DMA device, so ib_dma_map_*() hands out virtual addresses).
+ * Memory regions: user MRs pinned with ib_umem_get(), the DMA MR of
+ * kernel consumers and their fast-registration MRs (addresses are kernel
+ * virtual addresses: an sroce device has no DMA device, so ib_dma_map_*()
+ * hands out virtual addresses).
  *
  * Keys: lkey == rkey == index << 8 | key byte. The index is drawn at random
  * from 24 bits and the key byte at random, so keys are neither sequential
  * nor guessable from one another. The per-device xarray is indexed by
- * index; a lookup also compares the full key.
+ * index; a lookup also compares the full key with sroce_mr.key, never with
+ * ibmr.lkey, which a consumer rewrites (ib_update_fast_reg_key()) before
+ * the IB_WR_REG_MR that makes the new key valid has run.
+ *
+ * Fast-registration MRs (alloc_mr, IB_MR_TYPE_MEM_REG) start invalid:
+ * map_mr_sg fills their page list, an IB_WR_REG_MR work request makes them
+ * valid with the WR's key and access, IB_WR_LOCAL_INV or a peer's SEND with
+ * Invalidate makes them invalid again. Lookups of an invalid MR fail.
  */
 #ifndef SROCE_MR_H
 #define SROCE_MR_H
@@ -16,17 +24,27 @@
 #include <linux/refcount.h>
 #include <linux/completion.h>
 #include <linux/rcupdate.h>
+#include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
 
 struct sk_buff;
+struct scatterlist;
 struct sroce_dev;
 
 #define SROCE_MAX_MR_SIZE	BIT_ULL(40)
+/* Pages of one fast-registration MR (nvme-rdma asks for 256 + 1). */
+#define SROCE_MAX_FAST_REG_PAGES	1024
 
 enum sroce_mr_type {
 	SROCE_MR_USER,		/* ib_umem pages */
 	SROCE_MR_DMA,		/* all kernel memory, iova == kernel address */
+	SROCE_MR_FAST,		/* page list of kernel addresses, REG_MR/INV */
+};
+
+enum sroce_mr_state {
+	SROCE_MR_VALID,
+	SROCE_MR_INVALID,	/* a fast-registration MR not registered */
 };
 
 struct sroce_mr {
@@ -39,6 +57,22 @@ struct sroce_mr {
 	struct page **pages;	/* SROCE_MR_USER: pinned pages, in order */
 	unsigned long npages;
 	unsigned int page_offset; /* offset of iova in pages[0] */
+
+	/*
+	 * key, state and (for SROCE_MR_FAST) iova, length and access change
+	 * under lock; state is written last with release semantics and read
+	 * first with acquire by lookups, which then see the rest consistent.
+	 */
+	u32 key;
+	u8 state;		/* enum sroce_mr_state */
+	spinlock_t lock;
+
+	/* SROCE_MR_FAST: kernel addresses of page_size pages */
+	u64 *fast_pages;
+	u32 fast_max;		/* slots in fast_pages */
+	u32 fast_npages;	/* mapped by the last map_mr_sg */
+	u32 fast_offset;	/* of the first byte in fast_pages[0] */
+	unsigned int fast_shift; /* log2 of the page size */
 
 	/*
 	 * Lifetime: the xarray holds the initial reference. A lookup under
@@ -124,8 +158,24 @@ int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
 /* Sum of SGE lengths, or -EMSGSIZE beyond 2^31 (the IB message limit). */
 int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);
 
+/*
+ * Work requests on fast-registration MRs, run by the requester in order.
+ * Return an IB_WC_* status: IB_WC_LOC_QP_OP_ERR for a key that names no
+ * such MR in @pd, or a REG_MR of a valid one or with another index.
+ */
+enum ib_wc_status sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
+				    u32 key, int access);
+enum ib_wc_status sroce_mr_local_inv(struct sroce_dev *sdev, struct ib_pd *pd,
+				     u32 key);
+/* A peer's SEND with Invalidate: 0 or -EINVAL (IBTA 10.6.7.2). */
+int sroce_mr_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd, u32 rkey);
+
 /* Verbs. */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);

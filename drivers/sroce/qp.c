@@ -758,6 +758,8 @@ const struct ib_device_ops sroce_transport_ops = {
 	.get_dma_mr = sroce_get_dma_mr,
 	.reg_user_mr = sroce_reg_user_mr,
 	.dereg_mr = sroce_dereg_mr,
+	.alloc_mr = sroce_alloc_mr,
+	.map_mr_sg = sroce_map_mr_sg,
 
 	.create_ah = sroce_create_ah,
 	.create_user_ah = sroce_create_ah,

@@ -60,6 +60,7 @@ struct sroce_swqe {
 	u32 ah_num;
 	u32 remote_qpn;
 	u32 remote_qkey;
+	u32 access;		/* REG_MR: IB_ACCESS_* of the registration */
 	/* PSNs of the first and last request packet, set when started */
 	u32 first_psn;
 	u32 last_psn;
@@ -69,6 +70,7 @@ struct sroce_swqe {
 
 #define SROCE_SWQE_F_INLINE	BIT(0)
 #define SROCE_SWQE_F_RD_ATOMIC	BIT(1)	/* READ or atomic: has responses */
+#define SROCE_SWQE_F_LOCAL	BIT(2)	/* REG_MR, LOCAL_INV: no packets */
 
 enum sroce_swqe_state {
 	SROCE_SWQE_QUEUED,	/* validated, not started */

@@ -72,6 +72,12 @@ static u32 sroce_ud_mtu(const struct sroce_qp *qp)
 
 /* ---- post_send of kernel consumers ---- */
 
+/* Work requests that run locally: no packet, no PSN. */
+static bool sroce_opcode_local(u32 opcode)
+{
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV;
+}
+
 static int sroce_post_fill_inline(struct sroce_qp *qp,
 				  const struct ib_send_wr *wr,
 				  struct sroce_send_wqe *slot)
@@ -112,11 +118,20 @@ static int sroce_post_fill_wr(const struct ib_send_wr *wr,
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
 	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		break;
+	case IB_WR_REG_MR:
+		/* the MR is found again by the key's index when it runs */
+		if (reg_wr(wr)->key >> 8 != to_smr(reg_wr(wr)->mr)->key >> 8)
+			return -EINVAL;
+		slot->wr.bind_mw.rkey = reg_wr(wr)->key;
+		slot->wr.bind_mw.access = reg_wr(wr)->access;
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (wr->opcode == IB_WR_SEND_WITH_INV)
+	if (wr->opcode == IB_WR_SEND_WITH_INV ||
+	    wr->opcode == IB_WR_LOCAL_INV)
 		slot->ex.invalidate_rkey = wr->ex.invalidate_rkey;
 	else
 		slot->ex.imm_data = wr->ex.imm_data;
@@ -151,7 +166,9 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 		slot->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
 	}
 
-	if (wr->send_flags & IB_SEND_INLINE) {
+	if (sroce_opcode_local(wr->opcode)) {
+		/* no data: whatever SGEs came along are ignored */
+	} else if (wr->send_flags & IB_SEND_INLINE) {
 		err = sroce_post_fill_inline(qp, wr, slot);
 		if (err)
 			return err;
@@ -223,6 +240,11 @@ static bool sroce_opcode_ok(const struct sroce_qp *qp, u32 opcode)
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_WR_SEND_WITH_INV:
 		return sroce_qp_is_rc(qp);
+	case IB_WR_LOCAL_INV:
+		return !sroce_qp_is_ud(qp);
+	case IB_WR_REG_MR:
+		/* the slot names a kernel MR: never from a user ring */
+		return !qp->is_user && !sroce_qp_is_ud(qp);
 	default:
 		return false;
 	}
@@ -298,6 +320,12 @@ static enum ib_wc_status sroce_swqe_init(struct sroce_qp *qp,
 	if (sroce_opcode_rd_atomic(hdr->opcode))
 		wqe->flags |= SROCE_SWQE_F_RD_ATOMIC;
 	wqe->ex.imm_data = hdr->ex.imm_data;
+	if (sroce_opcode_local(hdr->opcode)) {
+		wqe->flags |= SROCE_SWQE_F_LOCAL;
+		wqe->rkey = hdr->wr.bind_mw.rkey;
+		wqe->access = hdr->wr.bind_mw.access;
+		return IB_WC_SUCCESS;
+	}
 
 	switch (hdr->opcode) {
 	case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -534,6 +562,7 @@ static u32 sroce_wqe_npkts(const struct sroce_swqe *wqe, u32 mtu)
 enum sroce_req_verdict {
 	SROCE_REQ_STOP,		/* nothing (more) to send now */
 	SROCE_REQ_PACKET,	/* *skbp is a packet to send */
+	SROCE_REQ_LOCAL,	/* a local WQE ran: go on, no packet */
 };
 
 /* May the WQE at req.cur start now? (RC ordering rules) */
@@ -620,6 +649,35 @@ static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	}
 }
 
+/*
+ * A local WQE at req.cur (REG_MR, LOCAL_INV) runs when the WQEs before it
+ * have been sent, so a later SEND advertising the key leaves after it took
+ * effect; it completes in order behind them. Going back for a resend
+ * passes over it without running it again.
+ */
+static enum sroce_req_verdict sroce_req_local(struct sroce_qp *qp,
+					      struct sroce_swqe *wqe,
+					      struct sroce_comp_notify *n)
+{
+	struct ib_pd *pd = qp->ibqp.pd;
+
+	if (wqe->state == SROCE_SWQE_QUEUED) {
+		if (!sroce_req_may_start(qp, wqe))
+			return SROCE_REQ_STOP;
+		if (wqe->opcode == IB_WR_REG_MR)
+			wqe->status = sroce_mr_fast_reg(qp->sdev, pd, wqe->rkey,
+							wqe->access);
+		else
+			wqe->status = sroce_mr_local_inv(qp->sdev, pd,
+							 wqe->ex.invalidate_rkey);
+		wqe->state = SROCE_SWQE_DONE;
+	}
+	qp->req.cur++;
+	qp->req.offset = 0;
+	sroce_comp_retire(qp, n);
+	return wqe->status == IB_WC_SUCCESS ? SROCE_REQ_LOCAL : SROCE_REQ_STOP;
+}
+
 static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 					    struct sroce_av *ud_av,
 					    struct sk_buff **skbp,
@@ -637,6 +695,8 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 			sroce_req_fail(qp, wqe, wqe->status, n);
 		return SROCE_REQ_STOP;
 	}
+	if (wqe->flags & SROCE_SWQE_F_LOCAL)
+		return sroce_req_local(qp, wqe, n);
 	if (sroce_qp_is_rc(qp) &&
 	    sroce_psn_diff(req->psn, qp->comp.psn) >= SROCE_MAX_UNACKED_PSNS)
 		return SROCE_REQ_STOP;
@@ -748,6 +808,7 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 			   struct sroce_comp_notify *n)
 {
 	enum ib_qp_state state = sroce_qp_state(qp);
+	enum sroce_req_verdict v;
 	struct sk_buff *skb;
 	int built = 0;
 
@@ -764,7 +825,10 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 	}
 	while (built < budget && qp->req.cur != qp->sq.fetched &&
 	       !sroce_req_tx_full(qp)) {
-		if (sroce_req_one(qp, ud_av, &skb, n) != SROCE_REQ_PACKET)
+		v = sroce_req_one(qp, ud_av, &skb, n);
+		if (v == SROCE_REQ_LOCAL)
+			continue;
+		if (v != SROCE_REQ_PACKET)
 			break;
 		sroce_req_charge(qp, skb);
 		__skb_queue_tail(q, skb);

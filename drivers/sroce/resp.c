@@ -221,11 +221,12 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 		return RESP_OK;
 	}
 	/*
-	 * sroce registers no memory that a remote peer may invalidate (no
-	 * memory windows, no fast-registration MRs), so every SEND with
-	 * Invalidate names an rkey it may not invalidate (IBTA 10.6.7.2).
+	 * SEND with Invalidate: the rkey must name a valid fast-registration
+	 * MR of the QP's PD (IBTA 10.6.7.2), else invalid request.
 	 */
-	if (pkt->flags & SROCE_OPF_IETH)
+	if ((pkt->flags & SROCE_OPF_IETH) &&
+	    sroce_mr_remote_inv(qp->sdev, qp->ibqp.pd,
+				sroce_ieth_rkey(sroce_pkt_ieth(skb))))
 		return RESP_ERR_INV_REQ;
 
 	rs->msg = SROCE_RESP_MSG_NONE;

@@ -18,12 +18,10 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce.h"
+#include "mr.h"
 
 /* No IEEE OUI: all ones, as other software RDMA devices report. */
 #define SROCE_VENDOR_ID 0xffffff
-
-/* Byte-granular MRs are backed by page lists; bound them to 1 TiB. */
-#define SROCE_MAX_MR_SIZE BIT_ULL(40)
 
 enum ib_port_state sroce_port_state(const struct net_device *ndev)
 {
@@ -64,8 +62,11 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.vendor_id = SROCE_VENDOR_ID,
 		.max_qp = SROCE_MAX_QP,
 		.max_qp_wr = SROCE_MAX_QP_WR,
+		/* REG_MR, LOCAL_INV and SEND with Invalidate (mr.c) */
 		.device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
-				    IB_DEVICE_PORT_ACTIVE_EVENT,
+				    IB_DEVICE_PORT_ACTIVE_EVENT |
+				    IB_DEVICE_MEM_MGT_EXTENSIONS,
+		.max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES,
 		.kernel_cap_flags = IBK_ALLOW_USER_UNREG,
 		.max_send_sge = SROCE_MAX_SGE,
 		.max_recv_sge = SROCE_MAX_SGE,
