@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # A kernel consumer on sroce: guest a exports a 16 MiB file as an NVMe-oF
 # namespace with nvmet-rdma over sroce, guest b connects with nvme-rdma over
-# rdma_rxe (the host side needs fast-registration MRs, which sroce does not
-# offer yet). rdma_cm's MADs go through sroce's GSI QP; commands and
+# rdma_rxe (nvmeof-host.sh runs the nvme-rdma host, with its fast
+# registration, on sroce). rdma_cm's MADs go through sroce's GSI QP; commands and
 # responses are SENDs into kernel receive buffers; data moves by the
 # target's RDMA READs and WRITEs. The host reads the namespace and compares
 # it with the target's file, writes random data, reads it back; the target
