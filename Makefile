@@ -39,11 +39,19 @@ provider:
 
 # The end-to-end data checker run by tests/integration/verify.sh.
 VERIFY := $(BUILD)/sroce-verify
-verify: $(VERIFY)
+# ... the UD data checker run by tests/integration/ud.sh and the SRQ event
+# checker run by tests/integration/srq.sh.
+UDCHECK := $(BUILD)/sroce-ud
+SRQCHECK := $(BUILD)/sroce-srq
+verify: $(VERIFY) $(UDCHECK) $(SRQCHECK)
 
 $(VERIFY): tests/verify/sroce-verify.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
+
+$(UDCHECK) $(SRQCHECK): $(BUILD)/%: tests/verify/%.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs
 
 check: deps
 	tests/run
