@@ -88,6 +88,8 @@ void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n)
 		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
 	if (n->sq_drained)
 		sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	if (n->last_wqe)
+		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 	memset(n, 0, sizeof(*n));
 }
 

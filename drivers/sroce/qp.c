@@ -17,6 +17,7 @@
 #include "mr.h"
 #include "ah.h"
 #include "psn.h"
+#include "srq.h"
 
 #define SROCE_QPN_MIN		16
 #define SROCE_QPN_MAX		0xffffff
@@ -188,9 +189,11 @@ static int sroce_qp_respond(struct sroce_qp *qp, struct ib_udata *udata)
 	err = sroce_queue_mmap(&qp->sq.queue, udata, &resp.sq);
 	if (err)
 		return err;
-	err = sroce_queue_mmap(&qp->rq.queue, udata, &resp.rq);
-	if (err)
-		return err;
+	if (!qp->srq) {
+		err = sroce_queue_mmap(&qp->rq.queue, udata, &resp.rq);
+		if (err)
+			return err;
+	}
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
@@ -207,13 +210,13 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	case IB_QPT_UD:
 		break;
 	case IB_QPT_GSI:
-		if (udata)
+		if (udata || init->srq)
 			return -EINVAL;
 		break;
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
 	if (udata && udata->inlen)
 		return -EINVAL;
@@ -242,9 +245,15 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = sroce_qp_init_sq(qp, &init->cap);
 	if (err)
 		goto err_req;
-	err = sroce_qp_init_rq(qp, &init->cap);
-	if (err)
-		goto err_sq;
+	if (init->srq) {
+		qp->srq = to_ssrq(init->srq);
+		init->cap.max_recv_wr = 0;
+		init->cap.max_recv_sge = 0;
+	} else {
+		err = sroce_qp_init_rq(qp, &init->cap);
+		if (err)
+			goto err_sq;
+	}
 	err = sroce_av_cache_init(&qp->av, GFP_KERNEL);
 	if (err)
 		goto err_rq;
@@ -417,10 +426,16 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	sroce_comp_reset(qp);
 
 	spin_lock(&qp->rq_lock);
-	prod = sroce_queue_load_producer(&qp->rq.queue);
-	qp->rq.consumer = prod;
-	qp->rq.kproducer = prod;
-	sroce_queue_publish_consumer(&qp->rq.queue, prod);
+	if (qp->srq) {
+		/* a WQE taken from the SRQ is lost, as RESET allows */
+		qp->rq.srq_held = false;
+		qp->rq.last_wqe_done = false;
+	} else {
+		prod = sroce_queue_load_producer(&qp->rq.queue);
+		qp->rq.consumer = prod;
+		qp->rq.kproducer = prod;
+		sroce_queue_publish_consumer(&qp->rq.queue, prod);
+	}
 	spin_unlock(&qp->rq_lock);
 }
 
@@ -555,6 +570,7 @@ static int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	init->qp_type = ibqp->qp_type;
@@ -602,6 +618,18 @@ void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n)
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	if (sroce_qp_state(qp) != IB_QPS_ERR)
 		goto out;
+	if (qp->srq) {
+		/* the SRQ's WQEs stay for the other QPs: only the held one */
+		if (rq->srq_held) {
+			rq->srq_held = false;
+			sroce_rq_flush_one(qp, rq->srq_wr_id, n);
+		}
+		if (!rq->last_wqe_done) {
+			rq->last_wqe_done = true;
+			n->last_wqe = true;
+		}
+		goto out;
+	}
 	prod = sroce_queue_load_producer(&rq->queue);
 	if (prod - rq->consumer > rq->queue.num_entries) {
 		/* Corrupted by user space: nothing trustworthy to flush. */
@@ -617,6 +645,34 @@ out:
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
+/* sroce_rq_peek() of a QP with an SRQ */
+static int sroce_rq_peek_srq(struct sroce_qp *qp, struct sroce_rwqe *wqe)
+{
+	struct sroce_rq *rq = &qp->rq;
+	bool limit_hit = false;
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (rq->srq_held)
+		goto out;	/* @wqe still is the copy of the held WQE */
+	if (sroce_qp_state(qp) == IB_QPS_ERR) {
+		/* flushed or about to be: nothing more is taken */
+		err = -EAGAIN;
+		goto out;
+	}
+	err = sroce_srq_take(qp->srq, wqe, &limit_hit);
+	if (!err) {
+		rq->srq_held = true;
+		rq->srq_wr_id = wqe->wr_id;
+	}
+out:
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	if (limit_hit)
+		sroce_srq_limit_event(qp->srq);
+	return err;
+}
+
 int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe)
 {
 	struct sroce_rq *rq = &qp->rq;
@@ -625,6 +681,8 @@ int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe)
 	u32 prod, num_sge;
 	int len, err = 0;
 
+	if (qp->srq)
+		return sroce_rq_peek_srq(qp, wqe);
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	prod = sroce_queue_load_producer(&rq->queue);
 	if (prod == rq->consumer) {
@@ -666,7 +724,13 @@ bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 	int err = 0;
 
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	if (qp->rq.consumer == wqe->index) {
+	if (qp->srq) {
+		if (qp->rq.srq_held) {
+			qp->rq.srq_held = false;
+			err = sroce_cq_post_locked(cq, cqe, solicited, &notify);
+			done = true;
+		}
+	} else if (qp->rq.consumer == wqe->index) {
 		qp->rq.consumer++;
 		sroce_queue_publish_consumer(&qp->rq.queue, qp->rq.consumer);
 		err = sroce_cq_post_locked(cq, cqe, solicited, &notify);
@@ -715,8 +779,10 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	if (qp->is_user)
+	if (qp->is_user || qp->srq) {
+		*bad_wr = wr;
 		return -EINVAL;
+	}
 	if (sroce_qp_state(qp) == IB_QPS_RESET) {
 		*bad_wr = wr;
 		return -EINVAL;
@@ -761,6 +827,12 @@ const struct ib_device_ops sroce_transport_ops = {
 	.alloc_mr = sroce_alloc_mr,
 	.map_mr_sg = sroce_map_mr_sg,
 
+	.create_srq = sroce_create_srq,
+	.modify_srq = sroce_modify_srq,
+	.query_srq = sroce_query_srq,
+	.destroy_srq = sroce_destroy_srq,
+	.post_srq_recv = sroce_post_srq_recv,
+
 	.create_ah = sroce_create_ah,
 	.create_user_ah = sroce_create_ah,
 	.query_ah = sroce_query_ah,
@@ -769,4 +841,5 @@ const struct ib_device_ops sroce_transport_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
 };

@@ -21,6 +21,7 @@
 #include "resp.h"
 
 struct sroce_cq;
+struct sroce_srq;
 
 /*
  * Kernel copy of a receive WQE, validated: num_sge <= the QP's max_recv_sge
@@ -127,6 +128,14 @@ struct sroce_rq {
 	u32 consumer;		/* private copy; under qp->rq_lock */
 	/* kernel QPs: producer side of post_recv, under qp->rq_post_lock */
 	u32 kproducer;
+	/*
+	 * QPs with an SRQ (no ring of their own), under qp->rq_lock: a WQE
+	 * taken from the SRQ and not completed yet (srq.h), and whether the
+	 * error state's last-WQE-reached event was raised.
+	 */
+	bool srq_held;
+	bool last_wqe_done;
+	u64 srq_wr_id;
 };
 
 /*
@@ -231,6 +240,7 @@ struct sroce_qp {
 	spinlock_t rq_lock;
 	struct sroce_rq rq;
 	spinlock_t rq_post_lock;	/* rq.kproducer */
+	struct sroce_srq *srq;		/* immutable; NULL: own RQ ring */
 
 	struct sroce_resp_state resp;
 };
@@ -278,7 +288,9 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
  * Receive queue, for the responder (call with resp.lock held).
  *
  * sroce_rq_peek() copies the oldest posted receive WQE into @wqe and
- * validates it without consuming it: 0, -EAGAIN when the RQ is empty (RNR)
+ * validates it without consuming it (with an SRQ: takes it from the SRQ,
+ * or leaves @wqe as it is while the QP still holds one it took, see
+ * srq.h): 0, -EAGAIN when the RQ is empty (RNR)
  * or -EIO when user space corrupted the ring (the QP is moved to the error
  * state by the caller). The WQE stays posted until
  * sroce_rq_complete() consumes it and posts its completion in one step
@@ -322,6 +334,7 @@ struct sroce_comp_notify {
 	bool flush_rq;		/* the QP entered the error state */
 	bool qp_fatal;		/* IB_EVENT_QP_FATAL */
 	bool sq_drained;	/* IB_EVENT_SQ_DRAINED */
+	bool last_wqe;		/* IB_EVENT_QP_LAST_WQE_REACHED (SRQ) */
 };
 
 /* Flush the RQ if needed, call handlers, raise events; no QP lock held. */

@@ -39,6 +39,8 @@
 #define SROCE_MAX_MR		(256 * 1024)
 #define SROCE_MAX_PD		(64 * 1024)
 #define SROCE_MAX_AH		(64 * 1024)
+#define SROCE_MAX_SRQ		(16 * 1024)
+#define SROCE_MAX_SRQ_WR	(16 * 1024)
 #define SROCE_MAX_RD_ATOMIC	128
 #define SROCE_MAX_MSG_SIZE	BIT(31)
 #define SROCE_GID_TABLE_LEN	128

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Shared receive queues: creation with a user (or kernel) ring, the limit
+ * and its event, kernel consumers' post_srq_recv, and the take used by the
+ * responders of the QPs attached (see srq.h for the rules).
+ */
+
+#include <linux/idr.h>
+#include <linux/log2.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce.h"
+#include "qp.h"
+#include "mr.h"
+#include "srq.h"
+
+/* SRQ numbers are only reported to user space; unique per module. */
+static DEFINE_IDA(sroce_srqn_ida);
+
+int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
+		   bool *limit_hit)
+{
+	struct sroce_rq *rq = &srq->rq;
+	const struct sroce_recv_wqe *slot;
+	unsigned long flags;
+	u32 prod, num_sge;
+	int len, err = 0;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	prod = sroce_queue_load_producer(&rq->queue);
+	if (prod == rq->consumer) {
+		err = -EAGAIN;
+		goto out;
+	}
+	if (prod - rq->consumer > rq->queue.num_entries) {
+		err = -EIO;
+		goto out;
+	}
+	slot = sroce_queue_slot(&rq->queue, rq->consumer);
+	wqe->wr_id = READ_ONCE(slot->wr_id);
+	num_sge = READ_ONCE(slot->num_sge);
+	/* a bad WQE is consumed: it would stop every QP of the SRQ */
+	rq->consumer++;
+	sroce_queue_publish_consumer(&rq->queue, rq->consumer);
+	if (num_sge > rq->max_sge) {
+		err = -EIO;
+		goto out;
+	}
+	memcpy(wqe->sge, (const u8 *)slot + SROCE_RECV_WQE_HDR_SIZE,
+	       num_sge * sizeof(struct sroce_sge));
+	len = sroce_sgl_length(wqe->sge, num_sge);
+	if (len < 0) {
+		err = -EIO;
+		goto out;
+	}
+	wqe->num_sge = num_sge;
+	wqe->length = len;
+	wqe->index = rq->consumer - 1;
+	if (srq->limit && prod - rq->consumer < srq->limit) {
+		srq->limit = 0;
+		*limit_hit = true;
+	}
+out:
+	spin_unlock_irqrestore(&srq->lock, flags);
+	return err;
+}
+
+void sroce_srq_limit_event(struct sroce_srq *srq)
+{
+	struct ib_event ev = {
+		.device = srq->ibsrq.device,
+		.element.srq = &srq->ibsrq,
+		.event = IB_EVENT_SRQ_LIMIT_REACHED,
+	};
+
+	if (srq->ibsrq.event_handler)
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+}
+
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	struct sroce_create_srq_resp resp = {};
+	struct ib_srq_attr *attr = &init->attr;
+	u32 entries;
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (attr->max_wr > SROCE_MAX_SRQ_WR || attr->max_sge > SROCE_MAX_SGE)
+		return -EINVAL;
+	if (udata) {
+		if (udata->inlen)
+			return -EINVAL;
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+	}
+
+	srq->sdev = to_sdev(ibsrq->device);
+	srq->is_user = !!udata;
+	srq->limit = 0;
+	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
+	err = ida_alloc_range(&sroce_srqn_ida, 1, SROCE_MAX_SRQ, GFP_KERNEL);
+	if (err < 0)
+		return err == -ENOSPC ? -ENOMEM : err;
+	srq->srq_num = err;
+
+	entries = roundup_pow_of_two(max(attr->max_wr, 1U));
+	srq->rq.max_sge = max(attr->max_sge, 1U);
+	err = sroce_queue_init(&srq->rq.queue, entries,
+			       SROCE_RECV_WQE_HDR_SIZE +
+			       srq->rq.max_sge * sizeof(struct sroce_sge));
+	if (err)
+		goto err_ida;
+	srq->rq.consumer = 0;
+	srq->rq.kproducer = 0;
+	if (udata) {
+		err = sroce_queue_mmap(&srq->rq.queue, udata, &resp.rq);
+		if (err)
+			goto err_queue;
+		resp.srq_num = srq->srq_num;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_queue;
+	}
+	attr->max_wr = entries;
+	attr->max_sge = srq->rq.max_sge;
+	return 0;
+
+err_queue:
+	sroce_queue_free(&srq->rq.queue);
+err_ida:
+	ida_free(&sroce_srqn_ida, srq->srq_num);
+	return err;
+}
+
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	unsigned long flags;
+
+	if (udata && udata->inlen)
+		return -EINVAL;
+	/* the ring is sized at creation: no resize */
+	if (mask & ~IB_SRQ_LIMIT)
+		return -EINVAL;
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit > srq->rq.queue.num_entries)
+		return -EINVAL;
+	spin_lock_irqsave(&srq->lock, flags);
+	srq->limit = attr->srq_limit;
+	spin_unlock_irqrestore(&srq->lock, flags);
+	return 0;
+}
+
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	attr->max_wr = srq->rq.queue.num_entries;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+/* ib_core destroys an SRQ only once no QP uses it. */
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	sroce_queue_free(&srq->rq.queue);
+	ida_free(&sroce_srqn_ida, srq->srq_num);
+	return 0;
+}
+
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	struct sroce_rq *rq = &srq->rq;
+	struct sroce_recv_wqe *slot;
+	struct sroce_sge *sge;
+	unsigned long flags;
+	int i, err = 0;
+
+	if (srq->is_user) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&srq->post_lock, flags);
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge > rq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		if (rq->kproducer - sroce_queue_load_consumer(&rq->queue) >=
+		    rq->queue.num_entries) {
+			err = -ENOMEM;
+			break;
+		}
+		slot = sroce_queue_slot(&rq->queue, rq->kproducer);
+		slot->wr_id = wr->wr_id;
+		slot->num_sge = wr->num_sge;
+		sge = (struct sroce_sge *)((u8 *)slot +
+					   SROCE_RECV_WQE_HDR_SIZE);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		rq->kproducer++;
+	}
+	if (err)
+		*bad_wr = wr;
+	sroce_queue_publish_producer(&rq->queue, rq->kproducer);
+	spin_unlock_irqrestore(&srq->post_lock, flags);
+	return err;
+}

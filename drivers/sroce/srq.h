@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared receive queues: a receive ring (same layout as a QP's RQ) that
+ * the responders of several QPs take receive WQEs from.
+ *
+ * A QP takes a WQE from its SRQ for good when a message starts
+ * (sroce_srq_take()); until that message completes the WQE is the QP's
+ * (qp->rq.srq_held, under qp->rq_lock): a flush completes it with
+ * IB_WC_WR_FLUSH_ERR, a dropped UD/UC message leaves it with the QP for
+ * the next one. Whoever gets there first under qp->rq_lock wins, as for a
+ * QP's own RQ.
+ *
+ * Locking: srq->lock (irqsave) protects the consumer side (rq.consumer)
+ * and the armed limit; it nests inside qp->rq_lock. post_lock protects
+ * rq.kproducer of kernel SRQs. The limit event is raised with no lock held.
+ */
+#ifndef SROCE_SRQ_H
+#define SROCE_SRQ_H
+
+#include <linux/spinlock.h>
+#include <rdma/ib_verbs.h>
+
+#include "qp.h"
+
+struct sroce_srq {
+	struct ib_srq ibsrq;
+	struct sroce_dev *sdev;
+	bool is_user;
+	u32 srq_num;		/* immutable */
+	spinlock_t lock;	/* rq.consumer, limit */
+	struct sroce_rq rq;	/* rq.max_sge, rq.queue: immutable */
+	u32 limit;		/* armed limit; 0: not armed */
+	spinlock_t post_lock;	/* rq.kproducer */
+};
+
+static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct sroce_srq, ibsrq);
+}
+
+/*
+ * Take the oldest posted WQE of @srq into @wqe (copied and validated):
+ * 0, -EAGAIN when the SRQ is empty or -EIO when user space corrupted the
+ * ring (the WQE is consumed then). Raises IB_EVENT_SRQ_LIMIT_REACHED when
+ * the take leaves fewer WQEs than an armed limit (which it disarms). Any
+ * context; call with qp->rq_lock held, so *limit_hit reports the event
+ * to raise once the caller dropped its locks (sroce_srq_limit_event()).
+ */
+int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
+		   bool *limit_hit);
+void sroce_srq_limit_event(struct sroce_srq *srq);
+
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+
+#endif /* SROCE_SRQ_H */
