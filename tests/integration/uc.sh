@@ -1,0 +1,80 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce timeout=900 full-only
+# SPDX-License-Identifier: GPL-2.0
+#
+# UC between the two guests: ibv_uc_pingpong -c (both sides check every
+# received buffer) for one-packet and multi-packet messages, then perftest
+# ib_send_bw -c UC and ib_write_bw -c UC (every completion counted; a lost
+# message would stall them). The link is lossless, so nothing may be
+# dropped: on an sroce guest the resp_dropped counter must not move.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_pair
+require_cmd ibv_uc_pingpong ib_send_bw ib_write_bw ss
+
+iters=200 bw_iters=2000
+if [[ $SROCE_KERNEL == debug ]]; then
+	iters=50 bw_iters=500
+fi
+port=18800
+counters=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
+dropped_before=$(cat "$counters/resp_dropped" 2>/dev/null || true)
+
+# pair NAME SERVER-CMD... -- CLIENT-ARGS...
+pair() {
+	local name=$1 out pid
+	shift
+	local -a cmd=() extra=()
+	while [[ $1 != -- ]]; do cmd+=("$1"); shift; done
+	shift
+	extra=("$@")
+	port=$((port + 1))
+	cmd+=(-p "$port")
+	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
+	log "$name: ${cmd[*]}"
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" tcp 180
+		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
+	else
+		wait_peer_port "$port" 180
+		with_timeout 300 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
+			{ cat "$out"; fail "$name: client failed"; }
+	fi
+	cat "$out"
+	barrier "$name"
+}
+
+idx=$(gid_index "$SROCE_DEV" 4)
+idx6=$(gid_index "$SROCE_DEV" 6)
+
+# name size mtu gid
+for spec in "byte 1 1024 $idx" "page 4096 1024 $idx" "64k 65536 1024 $idx" \
+	    "odd 12345 1024 $idx6"; do
+	read -r name size mtu gid <<<"$spec"
+	pair "uc-pingpong-$name" ibv_uc_pingpong -d "$SROCE_DEV" -g "$gid" \
+		-m "$mtu" -s "$size" -n "$iters" -c -- "$SROCE_PEER_IP"
+	out=$SROCE_OUT/uc-pingpong-$name-$SROCE_ROLE.txt
+	grep -q "^$iters iters in" "$out" || fail "uc-pingpong-$name: no '$iters iters' summary"
+	! grep -qi "invalid\|mismatch\|Failed status\|error\|couldn't" "$out" ||
+		fail "uc-pingpong-$name: errors in the output"
+done
+
+for tool in ib_send_bw ib_write_bw; do
+	for size in 64 8192; do
+		name=${tool#ib_}-uc-$size
+		pair "$name" "$tool" -d "$SROCE_DEV" -x "$idx" -c UC -s "$size" \
+			-n "$bw_iters" -F -- "$SROCE_PEER_IP"
+		grep -Eq "^ +$size +$bw_iters +[0-9.]+ +[0-9.]+" "$SROCE_OUT/$name-$SROCE_ROLE.txt" ||
+			fail "$name: no result line for $bw_iters x $size bytes"
+	done
+done
+
+if [[ -n $dropped_before ]]; then
+	dropped=$(($(cat "$counters/resp_dropped") - dropped_before))
+	((dropped == 0)) || fail "resp_dropped moved by $dropped on a lossless link"
+fi
+log "PASS: ibv_uc_pingpong -c (1 B..64 KiB, IPv4/IPv6), ib_send_bw and ib_write_bw over UC"
