@@ -30,6 +30,11 @@
  */
 #define SROCE_MAX_BACKOFF		6
 
+void sroce_req_count(struct sroce_qp *qp, enum sroce_rx_stat stat)
+{
+	atomic64_inc(&qp->sdev->rx_stats.c[stat]);
+}
+
 static u8 sroce_wc_opcode(u8 wr_opcode)
 {
 	switch (wr_opcode) {
@@ -375,6 +380,7 @@ static bool sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer_code,
 	struct sroce_comp *comp = &qp->comp;
 	u32 usec = sroce_rnr_timer_usec(timer_code);
 
+	sroce_req_count(qp, SROCE_REQ_RNR_NAKS);
 	sroce_comp_ack_through(qp, sroce_psn_add(psn, SROCE_PSN_MASK), n);
 	if (qp->state == IB_QPS_ERR)
 		return false;
@@ -397,6 +403,7 @@ static bool sroce_comp_seq_nak(struct sroce_qp *qp, u32 psn,
 	struct sroce_comp *comp = &qp->comp;
 	u32 old = comp->psn;
 
+	sroce_req_count(qp, SROCE_REQ_SEQ_NAKS);
 	sroce_comp_ack_through(qp, sroce_psn_add(psn, SROCE_PSN_MASK), n);
 	if (qp->state == IB_QPS_ERR)
 		return false;
@@ -643,6 +650,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 	} else if (!comp->retry_left) {
 		sroce_comp_fail(qp, comp->psn, IB_WC_RETRY_EXC_ERR, &n);
 	} else {
+		sroce_req_count(qp, SROCE_REQ_TIMEOUTS);
 		comp->retry_left--;
 		if (comp->backoff < SROCE_MAX_BACKOFF)
 			comp->backoff++;

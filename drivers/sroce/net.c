@@ -389,7 +389,7 @@ enum sroce_net_counter {
 	SROCE_CNT_RX_BYTES,
 	SROCE_CNT_RX_ICRC_ERRORS,
 	SROCE_CNT_RX_MALFORMED,
-	SROCE_CNT_RX_STATS,	/* then enum sroce_rx_stat (rx.c, resp.c) */
+	SROCE_CNT_RX_STATS,	/* then enum sroce_rx_stat (resp.h) */
 	SROCE_CNT_NUM = SROCE_CNT_RX_STATS + SROCE_RX_STATS_NUM
 };
 
@@ -413,6 +413,10 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_RESP_SEQ_NAKS] = { .name = "resp_seq_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_RESP_RNR_NAKS] = { .name = "resp_rnr_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_RESP_ERR_NAKS] = { .name = "resp_err_naks" },
+	[SROCE_CNT_RX_STATS + SROCE_REQ_TIMEOUTS] = { .name = "req_timeouts" },
+	[SROCE_CNT_RX_STATS + SROCE_REQ_SEQ_NAKS] = { .name = "req_seq_naks" },
+	[SROCE_CNT_RX_STATS + SROCE_REQ_RNR_NAKS] = { .name = "req_rnr_naks" },
+	[SROCE_CNT_RX_STATS + SROCE_REQ_RETRANSMITS] = { .name = "req_retransmits" },
 };
 
 static struct rdma_hw_stats *

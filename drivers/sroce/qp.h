@@ -354,6 +354,8 @@ void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n);
 int sroce_sq_fetch(struct sroce_qp *qp);
 /* Restart transmission at @psn (sq_lock held). */
 void sroce_req_go_back(struct sroce_qp *qp, u32 psn);
+/* Count a requester recovery (enum sroce_rx_stat SROCE_REQ_*). */
+void sroce_req_count(struct sroce_qp *qp, enum sroce_rx_stat stat);
 /* Stop and arm the completer's timers (sq_lock held). */
 void sroce_comp_arm_retrans(struct sroce_qp *qp);
 void sroce_comp_timers_init(struct sroce_qp *qp);

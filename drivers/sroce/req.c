@@ -629,6 +629,8 @@ static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			qp->comp.rtt_psn = sroce_psn_add(req->psn, SROCE_PSN_MASK);
 			qp->comp.rtt_start = jiffies;
 		}
+	} else if (sroce_qp_is_rc(qp)) {
+		sroce_req_count(qp, SROCE_REQ_RETRANSMITS);
 	}
 	req->offset = responses ? wqe->length : p->offset + p->payload;
 	if (p->ackreq)

@@ -112,10 +112,11 @@ struct sroce_resp_state {
 };
 
 /*
- * Counters of the receive path of a device (struct sroce_dev.rx_stats):
- * packets rx.c drops before a QP sees them, and what the responders did.
- * Atomic; touched only off the fast path (drops, duplicates, NAKs). The
- * port's hw_counters (net.c) show them after its own.
+ * Reliability counters of a device (struct sroce_dev.rx_stats): packets
+ * rx.c drops before a QP sees them, what the responders did, and what the
+ * requesters recovered from (comp.c, req.c). Atomic; touched only off the
+ * fast path (drops, duplicates, NAKs, retries). The port's hw_counters
+ * (net.c) show them after its own.
  */
 enum sroce_rx_stat {
 	SROCE_RX_NO_QP,		/* unknown or multicast destination QP */
@@ -130,6 +131,10 @@ enum sroce_rx_stat {
 	SROCE_RESP_SEQ_NAKS,	/* PSN sequence error NAKs sent */
 	SROCE_RESP_RNR_NAKS,	/* RNR NAKs sent */
 	SROCE_RESP_ERR_NAKS,	/* fatal NAKs: invalid request, access, op */
+	SROCE_REQ_TIMEOUTS,	/* retransmit timer expiries that resent */
+	SROCE_REQ_SEQ_NAKS,	/* PSN sequence error NAKs received */
+	SROCE_REQ_RNR_NAKS,	/* RNR NAKs received */
+	SROCE_REQ_RETRANSMITS,	/* request packets sent again */
 	SROCE_RX_STATS_NUM
 };
 
