@@ -289,10 +289,14 @@ void sroce_comp_arm_retrans(struct sroce_qp *qp)
 		mod_timer(&qp->comp.retrans_timer, jiffies + t);
 }
 
-/* Forward progress: fresh retry budgets and a fresh timeout. */
-static void sroce_comp_progress(struct sroce_qp *qp)
+/* Forward progress from @old: fresh retry budgets and a fresh timeout. */
+static void sroce_comp_progress(struct sroce_qp *qp, u32 old)
 {
+	struct sroce_comp *comp = &qp->comp;
 	unsigned long t;
+
+	comp->cwnd = min_t(u32, comp->cwnd + sroce_psn_diff(comp->psn, old),
+			   SROCE_CWND_MAX);
 
 	sroce_comp_rtt_sample(qp, sroce_psn_add(qp->comp.psn, SROCE_PSN_MASK));
 	qp->comp.retry_left = qp->attr.retry_cnt;
@@ -412,9 +416,11 @@ static bool sroce_comp_seq_nak(struct sroce_qp *qp, u32 psn,
 		return false;
 	}
 	if (comp->psn != old)
-		sroce_comp_progress(qp);
+		sroce_comp_progress(qp, old);
 	else
 		comp->retry_left--;
+	/* a loss: halve what may be resent after the next one */
+	comp->cwnd = max_t(u32, comp->cwnd / 2, SROCE_CWND_MIN);
 	sroce_req_go_back(qp, comp->psn);
 	return true;
 }
@@ -444,7 +450,7 @@ static bool sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb,
 	case SROCE_AETH_TYPE_ACK:
 		sroce_comp_ack_through(qp, psn, n);
 		if (qp->comp.psn != old)
-			sroce_comp_progress(qp);
+			sroce_comp_progress(qp, old);
 		sroce_comp_fix_req(qp);
 		return true;
 	case SROCE_AETH_TYPE_RNR:
@@ -491,12 +497,14 @@ static void sroce_comp_response_done(struct sroce_qp *qp,
 				     struct sroce_swqe *wqe, u32 psn, bool last,
 				     struct sroce_comp_notify *n)
 {
+	u32 old = qp->comp.psn;
+
 	qp->comp.psn = sroce_psn_next(psn);
 	if (last) {
 		wqe->state = SROCE_SWQE_DONE;
 		qp->req.rd_atomic--;
 	}
-	sroce_comp_progress(qp);
+	sroce_comp_progress(qp, old);
 	sroce_comp_retire(qp, n);
 	sroce_comp_fix_req(qp);
 }
@@ -651,6 +659,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		sroce_comp_fail(qp, comp->psn, IB_WC_RETRY_EXC_ERR, &n);
 	} else {
 		sroce_req_count(qp, SROCE_REQ_TIMEOUTS);
+		comp->cwnd = max_t(u32, comp->cwnd / 2, SROCE_CWND_MIN);
 		comp->retry_left--;
 		if (comp->backoff < SROCE_MAX_BACKOFF)
 			comp->backoff++;
@@ -711,6 +720,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	comp->rnr_wait = false;
 	comp->read_retried = false;
 	comp->backoff = 0;
+	comp->cwnd = SROCE_CWND_MAX;
 	comp->srtt8 = 0;
 	comp->rttvar4 = 0;
 	comp->rtt_probe = false;

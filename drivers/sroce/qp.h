@@ -168,6 +168,9 @@ struct sroce_req {
 	struct sroce_tx_acct *tx;	/* immutable */
 };
 
+#define SROCE_CWND_MAX	256
+#define SROCE_CWND_MIN	16
+
 /* Completer: acknowledgment and timer state. Under qp->sq_lock. */
 struct sroce_comp {
 	u32 psn;		/* oldest unacknowledged request PSN */
@@ -176,6 +179,15 @@ struct sroce_comp {
 	bool rnr_wait;		/* stopped until the RNR timer fires */
 	bool read_retried;	/* a READ response gap was already re-asked */
 	u8 backoff;		/* timeouts in a row: the timer doubles */
+	/*
+	 * Request PSNs allowed in flight, SROCE_CWND_MIN..SROCE_CWND_MAX:
+	 * grows by what is acknowledged, halves on a sequence NAK or a
+	 * timeout. Go-back-N resends everything in flight after a loss, so
+	 * on a lossy path a full window would resend hundreds of packets
+	 * per lost one (and overflow a qdisc that orphans skbs, such as
+	 * netem, which the transmit credits cannot see).
+	 */
+	u32 cwnd;
 	unsigned long timeout_jiffies;
 	/*
 	 * Round trip estimate in jiffies (RFC 6298 style, one probe at a

@@ -28,8 +28,6 @@
 #include "psn.h"
 #include "wire.h"
 
-/* Request PSNs in flight before the requester waits for ACKs. */
-#define SROCE_MAX_UNACKED_PSNS	256
 /* An AckReq at least this often within long messages. */
 #define SROCE_ACKREQ_INTERVAL	32
 /* Packets built per hold of sq_lock. */
@@ -699,8 +697,9 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	}
 	if (wqe->flags & SROCE_SWQE_F_LOCAL)
 		return sroce_req_local(qp, wqe, n);
+	/* the congestion window (struct sroce_comp.cwnd) */
 	if (sroce_qp_is_rc(qp) &&
-	    sroce_psn_diff(req->psn, qp->comp.psn) >= SROCE_MAX_UNACKED_PSNS)
+	    sroce_psn_diff(req->psn, qp->comp.psn) >= (s32)qp->comp.cwnd)
 		return SROCE_REQ_STOP;
 	if (wqe->state == SROCE_SWQE_QUEUED) {
 		if (!sroce_req_may_start(qp, wqe))
@@ -729,8 +728,11 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	}
 	p.opcode = sroce_req_transport_opcode(qp,
 					      sroce_req_opcode(wqe, first, last));
+	/* ask for an ACK at the end of a message or of the window */
 	p.ackreq = sroce_qp_is_rc(qp) && !(wqe->flags & SROCE_SWQE_F_RD_ATOMIC) &&
-		   (last || req->noack + 1 >= SROCE_ACKREQ_INTERVAL);
+		   (last || req->noack + 1 >= SROCE_ACKREQ_INTERVAL ||
+		    sroce_psn_diff(req->psn, qp->comp.psn) + 1 >=
+		    (s32)qp->comp.cwnd);
 	p.se = last && (wqe->send_flags & IB_SEND_SOLICITED) &&
 	       (wqe->opcode == IB_WR_SEND || wqe->opcode == IB_WR_SEND_WITH_IMM ||
 		wqe->opcode == IB_WR_SEND_WITH_INV ||
