@@ -8,4 +8,18 @@
 # completer under loss against sroce's or rxe's responder. Not b=rxe:
 # rdma_rxe's requester on 6.1 stalls for good under this loss even against
 # rxe (rxe:rxe measured hanging in the WRITE/READ phase).
-exec "$SROCE_TOP/tests/integration/verify.sh" --netem delay 1ms reorder 5% loss 2% duplicate 1% "$@"
+# The run fails unless netem dropped packets on both guests and the
+# devices' counters show that the transport recovered (netem-lib.sh).
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+# shellcheck source=tests/integration/netem-lib.sh
+. "$SROCE_TOP/tests/integration/netem-lib.sh"
+
+require_pair
+netem=(delay 1ms reorder 5% loss 2% duplicate 1%)
+netem_setup "${netem[@]}"
+loss_begin verify
+"$SROCE_TOP/tests/integration/verify.sh" --netem "${netem[@]}" "$@" ||
+	loss_fail "sroce-verify over loss failed"
+loss_check verify
