@@ -219,6 +219,7 @@ enum ib_wc_status sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 		/* the fields above are visible before the MR is valid */
 		smp_store_release(&mr->state, SROCE_MR_VALID);
 		status = IB_WC_SUCCESS;
+		atomic64_inc(&sdev->rx_stats.c[SROCE_MR_FAST_REGS]);
 	}
 	spin_unlock_irqrestore(&mr->lock, flags);
 	sroce_mr_put(mr);
@@ -247,13 +248,19 @@ static int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd,
 enum ib_wc_status sroce_mr_local_inv(struct sroce_dev *sdev, struct ib_pd *pd,
 				     u32 key)
 {
-	return sroce_mr_invalidate(sdev, pd, key) ? IB_WC_LOC_QP_OP_ERR :
-						    IB_WC_SUCCESS;
+	if (sroce_mr_invalidate(sdev, pd, key))
+		return IB_WC_LOC_QP_OP_ERR;
+	atomic64_inc(&sdev->rx_stats.c[SROCE_MR_LOCAL_INVS]);
+	return IB_WC_SUCCESS;
 }
 
 int sroce_mr_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd, u32 rkey)
 {
-	return sroce_mr_invalidate(sdev, pd, rkey);
+	int err = sroce_mr_invalidate(sdev, pd, rkey);
+
+	if (!err)
+		atomic64_inc(&sdev->rx_stats.c[SROCE_MR_REMOTE_INVS]);
+	return err;
 }
 
 /* The pinned pages in address order, for O(1) iova lookups. */

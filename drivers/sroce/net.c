@@ -417,6 +417,10 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_REQ_SEQ_NAKS] = { .name = "req_seq_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_RNR_NAKS] = { .name = "req_rnr_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_RETRANSMITS] = { .name = "req_retransmits" },
+	[SROCE_CNT_RX_STATS + SROCE_RESP_OUT_OF_SEQ] = { .name = "resp_out_of_seq" },
+	[SROCE_CNT_RX_STATS + SROCE_MR_FAST_REGS] = { .name = "mr_fast_regs" },
+	[SROCE_CNT_RX_STATS + SROCE_MR_LOCAL_INVS] = { .name = "mr_local_invs" },
+	[SROCE_CNT_RX_STATS + SROCE_MR_REMOTE_INVS] = { .name = "mr_remote_invs" },
 };
 
 static struct rdma_hw_stats *
@@ -800,8 +804,10 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
 	dst = ipv4 ? sroce_route4(net, av) : sroce_route6(net, av);
 	if (IS_ERR(dst))
 		return -EHOSTUNREACH;
-	*len = skb->len + (ipv4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr));
-	if (unlikely(*len > dst_mtu(dst))) {
+	/* counted like received packets: the UDP payload, BTH to ICRC */
+	*len = skb->len - sizeof(*udph);
+	if (unlikely(skb->len + (ipv4 ? sizeof(struct iphdr) :
+				 sizeof(struct ipv6hdr)) > dst_mtu(dst))) {
 		dst_release(dst);
 		return -EMSGSIZE;
 	}

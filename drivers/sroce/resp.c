@@ -591,6 +591,7 @@ static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 	enum resp_status st;
 
 	if (unlikely(diff > 0)) {
+		resp_count(qp, SROCE_RESP_OUT_OF_SEQ);
 		/* packets were lost: ask for them once (class B) */
 		if (rs->nak_pending) {
 			resp_count(qp, SROCE_RESP_DROPPED);

@@ -113,9 +113,10 @@ struct sroce_resp_state {
 
 /*
  * Reliability counters of a device (struct sroce_dev.rx_stats): packets
- * rx.c drops before a QP sees them, what the responders did, and what the
- * requesters recovered from (comp.c, req.c). Atomic; touched only off the
- * fast path (drops, duplicates, NAKs, retries). The port's hw_counters
+ * rx.c drops before a QP sees them, what the responders did, what the
+ * requesters recovered from (comp.c, req.c), and fast registrations and
+ * invalidations (mr.c). Atomic; touched only off the fast path (drops,
+ * duplicates, NAKs, retries, registrations). The port's hw_counters
  * (net.c) show them after its own.
  */
 enum sroce_rx_stat {
@@ -135,6 +136,10 @@ enum sroce_rx_stat {
 	SROCE_REQ_SEQ_NAKS,	/* PSN sequence error NAKs received */
 	SROCE_REQ_RNR_NAKS,	/* RNR NAKs received */
 	SROCE_REQ_RETRANSMITS,	/* request packets sent again */
+	SROCE_RESP_OUT_OF_SEQ,	/* requests with a PSN past the expected one */
+	SROCE_MR_FAST_REGS,	/* IB_WR_REG_MR that made an MR valid */
+	SROCE_MR_LOCAL_INVS,	/* IB_WR_LOCAL_INV that invalidated an MR */
+	SROCE_MR_REMOTE_INVS,	/* MRs invalidated by a SEND with Invalidate */
 	SROCE_RX_STATS_NUM
 };
 
