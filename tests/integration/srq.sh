@@ -1,0 +1,87 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce timeout=900 full-only
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared receive queues. On each sroce guest, tests/verify/sroce-srq checks
+# the SRQ's events over the device's own loopback: the limit event fires
+# exactly once per arming, at the right WQE count, and disarms the limit;
+# the error state of a QP raises exactly one last-WQE-reached event and
+# flushes none of the SRQ's WQEs; a limit above max_wr is refused. Between
+# the guests: ibv_srq_pingpong -c (several RC QPs sharing one SRQ, every
+# received buffer checked on both sides) and ib_send_bw --use-srq.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_pair
+require_cmd ibv_srq_pingpong ib_send_bw ss
+srqcheck=$SROCE_BUILD/sroce-srq
+[[ -x $srqcheck ]] || fail "$srqcheck is missing (make verify)"
+
+iters=200 bw_iters=2000
+if [[ $SROCE_KERNEL == debug ]]; then
+	iters=50 bw_iters=500
+fi
+port=18900
+idx=$(gid_index "$SROCE_DEV" 4)
+
+if [[ -e /sys/class/infiniband/$SROCE_DEV/sroce_abi_version ]]; then
+	out=$SROCE_OUT/srq-events.txt
+	with_timeout 120 "$srqcheck" -d "$SROCE_DEV" -g "$idx" >"$out" 2>&1 ||
+		{ cat "$out"; fail "sroce-srq failed"; }
+	cat "$out"
+	grep -q "^srq: 12 messages checked, 2 limit events, 1 last-WQE events, 0 failures: PASS$" "$out" ||
+		fail "sroce-srq: no PASS line"
+else
+	log "sroce-srq: not run on $SROCE_DEV (checks sroce's SRQ events)"
+fi
+barrier events
+
+# pair NAME SERVER-CMD... -- CLIENT-ARGS...
+pair() {
+	local name=$1 out pid
+	shift
+	local -a cmd=() extra=()
+	while [[ $1 != -- ]]; do cmd+=("$1"); shift; done
+	shift
+	extra=("$@")
+	port=$((port + 1))
+	cmd+=(-p "$port")
+	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
+	log "$name: ${cmd[*]}"
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" tcp 180
+		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
+	else
+		wait_peer_port "$port" 180
+		with_timeout 300 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
+			{ cat "$out"; fail "$name: client failed"; }
+	fi
+	cat "$out"
+	barrier "$name"
+}
+
+# name size qps
+for spec in "small 64 4" "page 4096 8" "64k 65536 2"; do
+	read -r name size qps <<<"$spec"
+	n=$iters
+	((size > 4096)) && n=$((iters / 10))
+	pair "srq-pingpong-$name" ibv_srq_pingpong -d "$SROCE_DEV" -g "$idx" \
+		-s "$size" -q "$qps" -r 64 -n "$n" -c -- "$SROCE_PEER_IP"
+	out=$SROCE_OUT/srq-pingpong-$name-$SROCE_ROLE.txt
+	grep -q "^$n iters in" "$out" || fail "srq-pingpong-$name: no '$n iters' summary"
+	! grep -qi "invalid\|mismatch\|Failed status\|error\|couldn't" "$out" ||
+		fail "srq-pingpong-$name: errors in the output"
+done
+
+for size in 64 8192; do
+	pair "send-bw-srq-$size" ib_send_bw -d "$SROCE_DEV" -x "$idx" --use-srq \
+		-s "$size" -n "$bw_iters" -F -- "$SROCE_PEER_IP"
+	grep -Eq "^ +$size +$bw_iters +[0-9.]+ +[0-9.]+" "$SROCE_OUT/send-bw-srq-$size-$SROCE_ROLE.txt" ||
+		fail "send-bw-srq-$size: no result line for $bw_iters x $size bytes"
+done
+
+grep -H . "/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters/"* 2>/dev/null | sed 's|.*/||' || true
+log "PASS: SRQ events, ibv_srq_pingpong -c, ib_send_bw --use-srq"
