@@ -37,6 +37,20 @@ else
 fi
 barrier events
 
+# the port counters of an sroce guest and the netdev's and UDP's drop
+# counters, at the end (pass or fail), to tell where a lost packet went
+dump_counters() {
+	local c=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
+	if [[ -d $c ]]; then
+		echo "port counters of $SROCE_DEV:"
+		grep -H . "$c"/* 2>/dev/null | sed 's|.*/||' | tr '\n' ' '
+		echo
+	fi
+	ip -s link show dev "$SROCE_NETDEV" || true
+	grep "^Udp" /proc/net/snmp || true
+}
+trap dump_counters EXIT
+
 # pair NAME SERVER-CMD... -- CLIENT-ARGS...
 pair() {
 	local name=$1 out pid
@@ -50,13 +64,13 @@ pair() {
 	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
 	log "$name: ${cmd[*]}"
 	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
+		with_timeout 150 "${cmd[@]}" >"$out" 2>&1 &
 		pid=$!
 		announce_port "$port" tcp 180
 		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
 	else
 		wait_peer_port "$port" 180
-		with_timeout 300 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
+		with_timeout 150 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
 			{ cat "$out"; fail "$name: client failed"; }
 	fi
 	cat "$out"
@@ -83,5 +97,4 @@ for size in 64 8192; do
 		fail "send-bw-srq-$size: no result line for $bw_iters x $size bytes"
 done
 
-grep -H . "/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters/"* 2>/dev/null | sed 's|.*/||' || true
 log "PASS: SRQ events, ibv_srq_pingpong -c, ib_send_bw --use-srq"

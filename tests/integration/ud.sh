@@ -37,6 +37,8 @@ dump_counters() {
 	echo "port counters of $SROCE_DEV:"
 	grep -H . "$counters"/* 2>/dev/null | sed 's|.*/||' | tr '\n' ' '
 	echo
+	ip -s link show dev "$SROCE_NETDEV" || true
+	grep "^Udp" /proc/net/snmp || true
 }
 trap dump_counters EXIT
 
@@ -57,13 +59,13 @@ pair() {
 	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
 	log "$name: ${cmd[*]}"
 	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
+		with_timeout 150 "${cmd[@]}" >"$out" 2>&1 &
 		pid=$!
 		announce_port "$port" "$kind" 180
 		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
 	else
 		wait_peer_port "$port" 180
-		with_timeout 300 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
+		with_timeout 150 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
 			{ cat "$out"; fail "$name: client failed"; }
 	fi
 	cat "$out"
