@@ -326,6 +326,27 @@ static void sroce_port_update(struct sroce_dev *sdev)
 }
 
 /*
+ * The netdev is going away, and the device with it: users get
+ * IB_EVENT_DEVICE_FATAL first, once (the netdev core repeats
+ * NETDEV_UNREGISTER while references remain). Unregistration waits for
+ * user-space contexts to close, and this event is what tells them to.
+ */
+static void sroce_dev_fatal(struct sroce_dev *sdev)
+{
+	struct ib_event event = {
+		.device = &sdev->ibdev,
+		.element.port_num = SROCE_PORT,
+		.event = IB_EVENT_DEVICE_FATAL,
+	};
+
+	ASSERT_RTNL();
+	if (sdev->fatal_sent)
+		return;
+	sdev->fatal_sent = true;
+	ib_dispatch_event(&event);
+}
+
+/*
  * A device still registering is not found here (ib_device_try_get fails);
  * the netdev core repeats NETDEV_UNREGISTER until every reference to the
  * netdev is gone, so such a device is removed on a later round.
@@ -353,6 +374,7 @@ static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
 	if (event == NETDEV_UNREGISTER) {
 		pr_info("%s: removing, %s is going away\n",
 			dev_name(&sdev->ibdev.dev), netdev_name(ndev));
+		sroce_dev_fatal(sdev);
 		/* Synchronously: the netns may go right after the netdev. */
 		sroce_net_close(sdev);
 		ib_unregister_device_queued(&sdev->ibdev);

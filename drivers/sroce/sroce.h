@@ -75,6 +75,8 @@ struct sroce_dev {
 
 	/* Last port state dispatched; set before registration, then under RTNL. */
 	enum ib_port_state port_state;
+	/* IB_EVENT_DEVICE_FATAL dispatched (the netdev is going); under RTNL. */
+	bool fatal_sent;
 
 	/* PD numbers; struct ida locks itself. */
 	struct ida pdn_ida;

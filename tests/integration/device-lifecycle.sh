@@ -5,7 +5,8 @@
 # The life of an sroce device in one guest: rdma link add/delete, refusals
 # (second device on a netdev, rxe* names, non-Ethernet netdevs), port state
 # following the netdev (admin down/up, carrier through a veth peer) with
-# the matching async events, removal when the netdev is unregistered or
+# the matching async events, removal when the netdev is unregistered (with
+# IB_EVENT_DEVICE_FATAL to a user holding the device) or
 # leaves the namespace, and rmmod with devices present followed by a
 # kmemleak scan, a reload and a re-add.
 #
@@ -217,7 +218,18 @@ check_active sroce9 sv0
 ok "carrier on -> port ACTIVE"
 
 # --- the netdev going away ----------------------------------------------
+# A user holding the device hears IB_EVENT_DEVICE_FATAL; the device goes
+# once that user has closed it.
+events=$(mktemp)
+timeout 60 ibv_asyncwatch -d sroce9 >"$events" 2>&1 &
+watch_pid=$!
+sleep 1
 ip link del sv0
+wait_for 10 "ibv_asyncwatch to see DEVICE_FATAL on sroce9" grep -q DEVICE_FATAL "$events"
+ok "ibv_asyncwatch saw DEVICE_FATAL when sroce9's netdev was deleted"
+kill "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
+rm -f "$events"
 wait_for 10 "sroce9 removed with its netdev" dev_absent sroce9
 ok "deleting the netdev removed sroce9"
 
