@@ -7,7 +7,11 @@
 # Guest b drives the traffic, so b=sroce puts sroce's requester and
 # completer under loss against sroce's or rxe's responder. Not b=rxe:
 # rdma_rxe's requester on 6.1 stalls for good under this loss even against
-# rxe (rxe:rxe measured hanging in the WRITE/READ phase).
+# rxe (rxe:rxe measured hanging in the WRITE/READ phase, twice: by the
+# lead and again on 2026-11-22, client timed out after 380 s on its third
+# QP). rxe treats retry_cnt 7 as infinite (rxe_comp.c: "if (retry_cnt !=
+# 7) retry_cnt--"), so a retry loop that never progresses hangs instead of
+# completing with RETRY_EXC_ERR.
 # The run fails unless netem dropped packets on both guests and the
 # devices' counters show that the transport recovered (netem-lib.sh).
 set -euo pipefail
