@@ -1,76 +1,106 @@
-#!/bin/sh
-# Guest side of tools/sroce-bench: guest a serves, guest b measures and writes
-# "name value unit" lines to $SROCE_OUT/bench.txt. Every wait is bounded.
-#   pair.sh SIZE ITERS TCP(0|1)
-set -eu
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Guest side of tools/sroce-bench (no sroce-test line: not a test). Guest a
+# serves, guest b measures, ROUNDS times in a row:
+#   ib_write_bw 64 KiB and 1 MiB, ib_send_lat 8 B and 256 B on $SROCE_DEV,
+#   TCP bandwidth (qperf tcp_bw, same message sizes) and latency (qperf
+#   tcp_lat, same sizes) between the same two guests over the same link.
+# b writes "ROUND METRIC VALUE UNIT" lines to $SROCE_OUT/bench.txt: MB/s are
+# 10^6 bytes per second (perftest's MiB/s are converted), latencies are
+# microseconds, one way (perftest's t_typical, the median of half round
+# trips; qperf's average of half round trips).
+#   pair.sh [ROUNDS]
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
 
-size=$1
-iters=$2
-tcp=$3
-
-gid_index() {
-	for type in /sys/class/infiniband/"$SROCE_DEV"/ports/1/gid_attrs/types/*; do
-		idx=${type##*/}
-		[ "$(cat "$type" 2>/dev/null)" = "RoCE v2" ] || continue
-		case $(cat /sys/class/infiniband/"$SROCE_DEV"/ports/1/gids/"$idx") in
-		0000:0000:0000:0000:0000:ffff:*) echo "$idx"; return 0 ;;
-		esac
-	done
-	echo "no RoCEv2 IPv4 GID on $SROCE_DEV" >&2
-	return 1
-}
-
-gid=$(gid_index)
-common="-d $SROCE_DEV -x $gid -m 4096 -F"
-
-serve() {
-	timeout 120 "$@" >/dev/null 2>&1 || true
-}
-
-measure() {
-	n=0
-	while [ $n -lt 30 ]; do
-		if out=$(timeout 120 "$@" "$SROCE_PEER_IP" 2>&1); then
-			echo "$out"
-			return 0
-		fi
-		n=$((n + 1))
-		sleep 1
-	done
-	echo "$out" >&2
-	return 1
-}
-
-if [ "$SROCE_ROLE" = a ]; then
-	# shellcheck disable=SC2086
-	serve ib_write_bw $common -n "$iters" -s "$size"
-	# shellcheck disable=SC2086
-	serve ib_send_lat $common -n "$iters" -s 64
-	if [ "$tcp" = 1 ]; then
-		timeout 90 qperf -lp 19765 >/dev/null 2>&1 || true
-	fi
-	exit 0
-fi
-
+require_pair
+require_cmd ib_write_bw ib_send_lat qperf ss
+rounds=${1:-3}
+idx=$(gid_index "$SROCE_DEV" 4)
+port=18900
+qperf_port=19765
 result=$SROCE_OUT/bench.txt
-: >"$result"
-# shellcheck disable=SC2086
-bw=$(measure ib_write_bw $common -n "$iters" -s "$size" | awk -v s="$size" '$1 == s { print $4 }')
-echo "ib_write_bw_${size} ${bw:?no ib_write_bw result} MB/s" >>"$result"
-sleep 2
-# shellcheck disable=SC2086
-lat=$(measure ib_send_lat $common -n "$iters" -s 64 | awk '$1 == 64 { print $5 }')
-echo "ib_send_lat_64 ${lat:?no ib_send_lat result} usec" >>"$result"
-if [ "$tcp" = 1 ]; then
-	sleep 2
-	n=0
-	until out=$(timeout 60 qperf "$SROCE_PEER_IP" -lp 19765 -t 5 -m "$size" tcp_bw 2>&1); do
-		n=$((n + 1))
-		[ $n -lt 20 ] || { echo "$out" >&2; exit 1; }
-		sleep 1
-	done
-	echo "$out" | awk -v s="$size" '$1 == "bw" { v = $3; if ($4 == "GB/sec") v *= 1000; if ($4 == "KB/sec") v /= 1000; print "tcp_bw_" s " " v " MB/s" }' >>"$result"
-	out=$(timeout 60 qperf "$SROCE_PEER_IP" -lp 19765 -t 5 -m 64 tcp_lat 2>&1)
-	echo "$out" | awk '$1 == "latency" { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; print "tcp_lat_64 " v " usec" }' >>"$result"
+
+# perf NAME ITERS TOOL [ARGS...]: one perftest run (a serves, b is the
+# client); on b, the output is left in $SROCE_OUT/NAME.txt.
+perf() {
+	local name=$1 iters=$2 out pid rc=0
+	shift 2
+	port=$((port + 1))
+	out=$SROCE_OUT/$name.txt
+	local -a cmd=("$@" -d "$SROCE_DEV" -x "$idx" -p "$port" -n "$iters" -F)
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" tcp 120
+		wait "$pid" || rc=$?
+	else
+		wait_peer_port "$port" 300
+		with_timeout 300 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 || rc=$?
+	fi
+	((rc == 0)) || { cat "$out"; fail "$name: ${cmd[*]} exited with $rc"; }
+	barrier "$name" 300
+}
+
+# record ROUND METRIC VALUE UNIT
+record() {
+	[[ $3 =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$2: no figure in the output (got '$3')"
+	echo "$1 $2 $3 $4" | tee -a "$result"
+}
+
+# bw_of FILE SIZE ITERS: BW average of the result row, MiB/s -> MB/s.
+bw_of() {
+	awk -v s="$2" -v n="$3" '$1 == s && $2 == n { printf "%.2f", $4 * 1.048576 }' "$1"
+}
+
+# lat_of FILE SIZE ITERS: t_typical of the result row, usec.
+lat_of() {
+	awk -v s="$2" -v n="$3" '$1 == s && $2 == n { print $5 }' "$1"
+}
+
+# qperf_run TEST SIZE: one qperf client run against guest a; prints the
+# figure in MB/s (tcp_bw) or usec (tcp_lat).
+qperf_run() {
+	local out
+	out=$(with_timeout 60 qperf "$SROCE_PEER_IP" -lp "$qperf_port" -uu -t 3 -m "$2" "$1" 2>&1) ||
+		fail "qperf $1 -m $2: $out"
+	echo "$out" >>"$SROCE_OUT/qperf.txt"
+	case $1 in
+	tcp_bw) awk '$1 == "bw" && $4 == "bytes/sec" { printf "%.2f", $3 / 1e6 }' <<<"$out" ;;
+	tcp_lat) awk '$1 == "latency" && $4 == "ns" { printf "%.2f", $3 / 1e3 }' <<<"$out" ;;
+	esac
+}
+
+if [[ $SROCE_ROLE == a ]]; then
+	with_timeout $((rounds * 200 + 60)) qperf -lp "$qperf_port" >/dev/null 2>&1 &
+	qperf_pid=$!
+	announce_port "$qperf_port" tcp 60
+else
+	: >"$result"
+	echo "kernel $(uname -r) dev $SROCE_DEV mtu $(cat "/sys/class/net/$SROCE_NETDEV/mtu")" |
+		tee "$SROCE_OUT/env.txt"
+	wait_peer_port "$qperf_port" 120
 fi
-cat "$result"
+
+for ((r = 1; r <= rounds; r++)); do
+	perf "write-bw-64k-$r" 1000 ib_write_bw -s 65536
+	perf "write-bw-1m-$r" 100 ib_write_bw -s 1048576
+	perf "send-lat-8-$r" 1000 ib_send_lat -s 8
+	perf "send-lat-256-$r" 1000 ib_send_lat -s 256
+	if [[ $SROCE_ROLE == b ]]; then
+		record "$r" write_bw_65536 "$(bw_of "$SROCE_OUT/write-bw-64k-$r.txt" 65536 1000)" MB/s
+		record "$r" write_bw_1048576 "$(bw_of "$SROCE_OUT/write-bw-1m-$r.txt" 1048576 100)" MB/s
+		record "$r" send_lat_8 "$(lat_of "$SROCE_OUT/send-lat-8-$r.txt" 8 1000)" usec
+		record "$r" send_lat_256 "$(lat_of "$SROCE_OUT/send-lat-256-$r.txt" 256 1000)" usec
+		record "$r" tcp_bw_65536 "$(qperf_run tcp_bw 65536)" MB/s
+		record "$r" tcp_bw_1048576 "$(qperf_run tcp_bw 1048576)" MB/s
+		record "$r" tcp_lat_8 "$(qperf_run tcp_lat 8)" usec
+		record "$r" tcp_lat_256 "$(qperf_run tcp_lat 256)" usec
+	fi
+	barrier "round-$r" 300
+done
+if [[ $SROCE_ROLE == a ]]; then
+	kill "$qperf_pid" 2>/dev/null || true
+fi
+log "bench: $rounds rounds done"
