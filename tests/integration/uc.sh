@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce timeout=900 full-only
+# sroce-test: kernels=6.1 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce,sroce:rxe timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # UC between the two guests: ibv_uc_pingpong -c (both sides check every

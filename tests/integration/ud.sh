@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce timeout=900 full-only
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # UD between the two guests. tests/verify/sroce-ud checks data both ways
