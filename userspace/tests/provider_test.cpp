@@ -61,8 +61,10 @@ protected:
         if (attr != nullptr)
             std::ofstream{dir / SROCE_SYSFS_ABI_ATTR} << attr;
         verbs_sysfs_dev dev{};
-        std::snprintf(dev.ibdev_name, sizeof(dev.ibdev_name), "%s", name.c_str());
-        std::snprintf(dev.ibdev_path, sizeof(dev.ibdev_path), "%s", dir.c_str());
+        EXPECT_LT(std::snprintf(dev.ibdev_name, sizeof(dev.ibdev_name), "%s", name.c_str()),
+                  static_cast<int>(sizeof(dev.ibdev_name)));
+        EXPECT_LT(std::snprintf(dev.ibdev_path, sizeof(dev.ibdev_path), "%s", dir.c_str()),
+                  static_cast<int>(sizeof(dev.ibdev_path)));
         dev.driver_id = driver_id;
         dev.abi_ver = SROCE_ABI_VERSION;
         return device_ops().match_device(&dev);
