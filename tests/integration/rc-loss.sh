@@ -15,6 +15,14 @@
 # this guest and the devices' counters show retransmissions, duplicate
 # requests or sequence NAKs (netem-lib.sh): a run that lost nothing or
 # recovered without retrying cannot pass.
+#
+# Known race (the tools', not the transport's): when the ACK of the last
+# message of an ibv_rc_pingpong run is lost and the peer already destroyed
+# its QP, the sender can only retry into nothing: sroce ends with a retry
+# exceeded error, rxe (retry_cnt 7 means forever there) hangs. Measured on
+# 6.1: sroce:sroce pass (951 s), sroce:rxe pass (607 s), rxe:sroce hung
+# once that way in the 64 KiB run (rxe's a never finished; b counted
+# 13900 packets for its destroyed QP).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
