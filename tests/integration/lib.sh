@@ -191,3 +191,42 @@ kmemleak_check() {
 	report=$(cat "$k")
 	[[ -z $report ]] || fail "kmemleak reports leaks:"$'\n'"$report"
 }
+
+# dump_counters: port, netdev and UDP counters, to locate a loss (used as an
+# EXIT trap by the UD/UC/SRQ tests).
+dump_counters() {
+	local c=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
+	if [[ -d $c ]]; then
+		echo "port counters of $SROCE_DEV:"
+		grep -H . "$c"/* 2>/dev/null | sed 's|.*/||' | tr '\n' ' '
+		echo
+	fi
+	ip -s link show dev "$SROCE_NETDEV" || true
+	grep "^Udp" /proc/net/snmp || true
+}
+
+# pair NAME SERVER-CMD... -- CLIENT-ARGS...
+pair() {
+	local name=$1 out pid
+	shift
+	local -a cmd=() extra=()
+	while [[ $1 != -- ]]; do cmd+=("$1"); shift; done
+	shift
+	extra=("$@")
+	port=$((port + 1))
+	cmd+=(-p "$port")
+	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
+	log "$name: ${cmd[*]}"
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 150 "${cmd[@]}" >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" tcp 180
+		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
+	else
+		wait_peer_port "$port" 180
+		with_timeout 150 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
+			{ cat "$out"; fail "$name: client failed"; }
+	fi
+	cat "$out"
+	barrier "$name"
+}

@@ -39,43 +39,7 @@ barrier events
 
 # the port counters of an sroce guest and the netdev's and UDP's drop
 # counters, at the end (pass or fail), to tell where a lost packet went
-dump_counters() {
-	local c=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
-	if [[ -d $c ]]; then
-		echo "port counters of $SROCE_DEV:"
-		grep -H . "$c"/* 2>/dev/null | sed 's|.*/||' | tr '\n' ' '
-		echo
-	fi
-	ip -s link show dev "$SROCE_NETDEV" || true
-	grep "^Udp" /proc/net/snmp || true
-}
 trap dump_counters EXIT
-
-# pair NAME SERVER-CMD... -- CLIENT-ARGS...
-pair() {
-	local name=$1 out pid
-	shift
-	local -a cmd=() extra=()
-	while [[ $1 != -- ]]; do cmd+=("$1"); shift; done
-	shift
-	extra=("$@")
-	port=$((port + 1))
-	cmd+=(-p "$port")
-	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
-	log "$name: ${cmd[*]}"
-	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 150 "${cmd[@]}" >"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" tcp 180
-		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
-	else
-		wait_peer_port "$port" 180
-		with_timeout 150 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
-			{ cat "$out"; fail "$name: client failed"; }
-	fi
-	cat "$out"
-	barrier "$name"
-}
 
 # name size qps. Messages of at most 8 packets: the guests' link drops
 # packets of longer bursts when the host is busy (see uc.sh), and rxe's

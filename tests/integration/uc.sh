@@ -25,43 +25,7 @@ dropped_before=$(cat "$counters/resp_dropped" 2>/dev/null || true)
 
 # the port counters of an sroce guest and the netdev's and UDP's drop
 # counters, at the end (pass or fail), to tell where a lost packet went
-dump_counters() {
-	local c=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
-	if [[ -d $c ]]; then
-		echo "port counters of $SROCE_DEV:"
-		grep -H . "$c"/* 2>/dev/null | sed 's|.*/||' | tr '\n' ' '
-		echo
-	fi
-	ip -s link show dev "$SROCE_NETDEV" || true
-	grep "^Udp" /proc/net/snmp || true
-}
 trap dump_counters EXIT
-
-# pair NAME SERVER-CMD... -- CLIENT-ARGS...
-pair() {
-	local name=$1 out pid
-	shift
-	local -a cmd=() extra=()
-	while [[ $1 != -- ]]; do cmd+=("$1"); shift; done
-	shift
-	extra=("$@")
-	port=$((port + 1))
-	cmd+=(-p "$port")
-	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
-	log "$name: ${cmd[*]}"
-	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 150 "${cmd[@]}" >"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" tcp 180
-		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
-	else
-		wait_peer_port "$port" 180
-		with_timeout 150 "${cmd[@]}" "${extra[@]}" >"$out" 2>&1 ||
-			{ cat "$out"; fail "$name: client failed"; }
-	fi
-	cat "$out"
-	barrier "$name"
-}
 
 idx=$(gid_index "$SROCE_DEV" 4)
 idx6=$(gid_index "$SROCE_DEV" 6)
