@@ -421,6 +421,8 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_MR_FAST_REGS] = { .name = "mr_fast_regs" },
 	[SROCE_CNT_RX_STATS + SROCE_MR_LOCAL_INVS] = { .name = "mr_local_invs" },
 	[SROCE_CNT_RX_STATS + SROCE_MR_REMOTE_INVS] = { .name = "mr_remote_invs" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_MCAST_PACKETS] = { .name = "rx_mcast_packets" },
+	[SROCE_CNT_RX_STATS + SROCE_RX_MCAST_DELIVERIES] = { .name = "rx_mcast_deliveries" },
 };
 
 static struct rdma_hw_stats *

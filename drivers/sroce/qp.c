@@ -29,11 +29,13 @@ int sroce_transport_dev_init(struct sroce_dev *sdev)
 	sdev->qpn_next = SROCE_QPN_MIN;
 	sroce_mr_table_init(sdev);
 	sroce_ah_table_init(sdev);
+	sroce_mcast_dev_init(sdev);
 	return 0;
 }
 
 void sroce_transport_dev_cleanup(struct sroce_dev *sdev)
 {
+	sroce_mcast_dev_cleanup(sdev);
 	sroce_ah_table_fini(sdev);
 	sroce_mr_table_fini(sdev);
 	WARN_ON(!xa_empty(&sdev->qp_xa));
@@ -292,6 +294,10 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
 	unsigned long flags;
+
+	/* ib_core detaches first; a QP left attached leaves its groups here. */
+	if (qp->mcast_num)
+		sroce_mcast_qp_cleanup(qp);
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	WRITE_ONCE(qp->state, IB_QPS_RESET);
@@ -838,6 +844,9 @@ const struct ib_device_ops sroce_transport_ops = {
 	.create_user_ah = sroce_create_ah,
 	.query_ah = sroce_query_ah,
 	.destroy_ah = sroce_destroy_ah,
+
+	.attach_mcast = sroce_attach_mcast,
+	.detach_mcast = sroce_detach_mcast,
 
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),

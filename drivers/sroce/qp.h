@@ -255,6 +255,9 @@ struct sroce_qp {
 	struct sroce_srq *srq;		/* immutable; NULL: own RQ ring */
 
 	struct sroce_resp_state resp;
+
+	/* Multicast groups attached (UD); under sdev->mcast.lock. */
+	unsigned int mcast_num;
 };
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)

@@ -120,7 +120,7 @@ struct sroce_resp_state {
  * (net.c) show them after its own.
  */
 enum sroce_rx_stat {
-	SROCE_RX_NO_QP,		/* unknown or multicast destination QP */
+	SROCE_RX_NO_QP,		/* unknown QP, or a group not attached here */
 	SROCE_RX_BAD_TRANSPORT,	/* opcode class differs from QP type */
 	SROCE_RX_BAD_STATE,	/* QP state does not accept the packet */
 	SROCE_RX_BAD_PKEY,
@@ -140,6 +140,8 @@ enum sroce_rx_stat {
 	SROCE_MR_FAST_REGS,	/* IB_WR_REG_MR that made an MR valid */
 	SROCE_MR_LOCAL_INVS,	/* IB_WR_LOCAL_INV that invalidated an MR */
 	SROCE_MR_REMOTE_INVS,	/* MRs invalidated by a SEND with Invalidate */
+	SROCE_RX_MCAST_PACKETS,	/* packets to a group with QPs attached here */
+	SROCE_RX_MCAST_DELIVERIES, /* their copies handed to attached QPs */
 	SROCE_RX_STATS_NUM
 };
 

@@ -117,6 +117,54 @@ static atomic64_t *rx_check(struct sroce_dev *sdev, struct sroce_qp *qp,
 	return NULL;
 }
 
+/*
+ * A packet to the multicast QPN goes to every QP attached to the group its
+ * destination address names that accepts it (type, state, P_Key, Q_Key as
+ * for its own QPN), each with its own copy; a QP that refuses it is
+ * counted like a unicast drop and the others still get theirs (rxe does
+ * the same). The sending QP, if attached to the group on this device,
+ * receives what the IP stack loops back, like any other attached QP.
+ */
+static void rx_mcast(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	struct sroce_qp *qps[SROCE_MAX_MCAST_QP_ATTACH];
+	struct sroce_rx_stats *st = &sdev->rx_stats;
+	unsigned int i, n, ok = 0;
+	struct sk_buff *copy;
+	atomic64_t *drop;
+
+	n = sroce_mcast_collect(sdev, skb, qps);
+	if (!n) {
+		atomic64_inc(&st->c[SROCE_RX_NO_QP]);
+		kfree_skb(skb);
+		return;
+	}
+	atomic64_inc(&st->c[SROCE_RX_MCAST_PACKETS]);
+	/* keep the QPs that accept the packet at the front */
+	for (i = 0; i < n; i++) {
+		drop = rx_check(sdev, qps[i], skb, true);
+		if (drop) {
+			atomic64_inc(drop);
+			sroce_qp_put(qps[i]);
+		} else {
+			qps[ok++] = qps[i];
+		}
+	}
+	for (i = 0; i < ok; i++) {
+		/* the last one gets the original */
+		copy = i + 1 < ok ? skb_clone(skb, GFP_ATOMIC) : skb;
+		if (copy) {
+			atomic64_inc(&st->c[SROCE_RX_MCAST_DELIVERIES]);
+			sroce_resp_rcv(qps[i], copy);
+		} else {
+			atomic64_inc(&st->c[SROCE_RESP_DROPPED]);
+		}
+		sroce_qp_put(qps[i]);
+	}
+	if (!ok)
+		kfree_skb(skb);
+}
+
 void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 {
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
@@ -129,7 +177,10 @@ void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 		atomic64_inc(&sdev->rx_stats.c[SROCE_RX_UNSUPPORTED]);
 		goto free;
 	}
-	/* the multicast QPN never resolves: sroce has no multicast groups */
+	if (pkt->qpn == IB_MULTICAST_QPN) {
+		rx_mcast(sdev, skb);
+		return;
+	}
 	qp = sroce_qp_get(sdev, pkt->qpn);
 	if (unlikely(!qp)) {
 		atomic64_inc(&sdev->rx_stats.c[SROCE_RX_NO_QP]);

@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "compat.h"
+#include "mcast.h"
 #include "net.h"
 #include "resp.h"
 
@@ -91,6 +92,9 @@ struct sroce_dev {
 	struct xarray mr_xa;
 	struct xarray ah_xa;
 	u32 ah_next;
+
+	/* UD multicast groups (mcast.c); its lock is in the struct. */
+	struct sroce_mcast mcast;
 
 	/* UDP/IP attachment: sroce_net_open() .. sroce_net_close() (net.h). */
 	struct sroce_net_port net_port;

@@ -85,6 +85,10 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.max_srq = SROCE_MAX_SRQ,
 		.max_srq_wr = SROCE_MAX_SRQ_WR,
 		.max_srq_sge = SROCE_MAX_SGE,
+		/* UD multicast (mcast.c) */
+		.max_mcast_grp = SROCE_MAX_MCAST_GRP,
+		.max_mcast_qp_attach = SROCE_MAX_MCAST_QP_ATTACH,
+		.max_total_mcast_qp_attach = SROCE_MAX_TOT_MCAST_QP_ATTACH,
 		.max_pkeys = 1,
 		.local_ca_ack_delay = SROCE_LOCAL_CA_ACK_DELAY,
 	};
