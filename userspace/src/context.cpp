@@ -14,6 +14,7 @@ namespace {
 constexpr verbs_context_ops make_context_ops() noexcept {
     verbs_context_ops ops{};
     ops.alloc_pd = alloc_pd;
+    ops.attach_mcast = attach_mcast;
     ops.create_ah = create_ah;
     ops.create_cq = create_cq;
     ops.create_cq_ex = create_cq_ex;
@@ -26,6 +27,7 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.destroy_cq = destroy_cq;
     ops.destroy_qp = destroy_qp;
     ops.destroy_srq = destroy_srq;
+    ops.detach_mcast = detach_mcast;
     ops.free_context = free_context;
     ops.modify_qp = modify_qp;
     ops.modify_srq = modify_srq;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Memory regions and address handles: plain uverbs commands; the kernel
-// pins memory and resolves addresses.
+// Memory regions, address handles and multicast attach/detach: plain uverbs
+// commands; the kernel pins memory, resolves addresses and keeps the groups.
 #include "provider.h"
 
 #include <new>
@@ -58,6 +58,14 @@ int destroy_ah(ibv_ah* ibah) noexcept {
         return err;
     delete to_ah(ibah);
     return 0;
+}
+
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid) noexcept {
+    return ibv_cmd_attach_mcast(qp, gid, lid);
+}
+
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid) noexcept {
+    return ibv_cmd_detach_mcast(qp, gid, lid);
 }
 
 } // namespace sroce

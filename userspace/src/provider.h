@@ -168,6 +168,9 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
 int dereg_mr(verbs_mr* mr) noexcept;
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept;
 int destroy_ah(ibv_ah* ah) noexcept;
+// UD multicast: the kernel keeps the groups (generic uverbs commands).
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid) noexcept;
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid) noexcept;
 
 // --- completion queues (cq.cpp) ---------------------------------------------
 ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp_vector) noexcept;
