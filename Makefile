@@ -43,13 +43,15 @@ VERIFY := $(BUILD)/sroce-verify
 # checker run by tests/integration/srq.sh.
 UDCHECK := $(BUILD)/sroce-ud
 SRQCHECK := $(BUILD)/sroce-srq
-verify: $(VERIFY) $(UDCHECK) $(SRQCHECK)
+# ... and the UD multicast checker run by tests/integration/mcast.sh.
+MCASTCHECK := $(BUILD)/sroce-mcast
+verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK)
 
 $(VERIFY): tests/verify/sroce-verify.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
 
-$(UDCHECK) $(SRQCHECK): $(BUILD)/%: tests/verify/%.c
+$(UDCHECK) $(SRQCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs
 
