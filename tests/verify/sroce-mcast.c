@@ -29,13 +29,15 @@
  * undoes it), detaching a QP that is not attached or from a group that
  * does not exist fails with EINVAL; with -L also the advertised limits
  * max_mcast_qp_attach and max_mcast_grp (one more attach fails with
- * ENOMEM). When the device has sroce's port counters, rx_mcast_packets,
+ * ENOMEM), destroying an attached QP fails with EBUSY, and a process
+ * exiting with a QP attached to 500 groups leaves them all. When the device has sroce's port counters, rx_mcast_packets,
  * rx_mcast_deliveries, rx_drop_qkey and rx_drop_no_qp must move by exactly
  * what each phase implies, and the host must be a member of the group on
- * the device's netdev (/proc/net/igmp or igmp6) from the first attach to
- * the last detach only. -j joins the group with a UDP socket first (what
- * rdma_cm does for IPv4 RoCEv2 groups), for devices that do not join the
- * IP group themselves (rdma_rxe only adds the MAC filter).
+ * the device's netdev (/proc/net/igmp or igmp6, where the kernel has them)
+ * from the first attach to the last detach only (or destroy). -j joins the
+ * group with a UDP socket first (what rdma_cm does for IPv4 RoCEv2
+ * groups), for devices that do not join the IP group themselves (rdma_rxe
+ * only adds the MAC filter).
  *
  * Prints one summary line and exits non-zero on any mismatch.
  */
@@ -56,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <infiniband/verbs.h>
 
@@ -92,6 +95,8 @@ static struct {
 	unsigned int errors;
 	unsigned int msgs;
 	uint32_t sender_qpn;
+	const char *dev;
+	int gidx;
 	char counters[256];
 	bool have_counters;
 } g;
@@ -355,7 +360,7 @@ static void expect_deltas(int phase, const long long *before,
 }
 
 /* Is this host a member of the group on our netdev (/proc/net/igmp*)? */
-static bool member(void)
+static bool member_of(const union ibv_gid *mgid)
 {
 	char line[512], dev[IF_NAMESIZE + 1] = "", want[40];
 	bool found = false;
@@ -365,12 +370,12 @@ static bool member(void)
 	if (g.v4) {
 		uint32_t a;
 
-		memcpy(&a, g.mgid.raw + 12, 4);
+		memcpy(&a, mgid->raw + 12, 4);
 		snprintf(want, sizeof(want), "%08X", a);
 		f = fopen("/proc/net/igmp", "r");
 	} else {
 		for (i = 0; i < 16; i++)
-			sprintf(want + 2 * i, "%02x", g.mgid.raw[i]);
+			sprintf(want + 2 * i, "%02x", mgid->raw[i]);
 		f = fopen("/proc/net/igmp6", "r");
 	}
 	if (!f)
@@ -398,7 +403,7 @@ static bool member(void)
 
 static bool is_member_ok(bool want, const char *when)
 {
-	if (member() != want) {
+	if (member_of(&g.mgid) != want) {
 		fail("host %s a member of the group on %s %s", want ? "not" : "still",
 		     g.ifname, when);
 		return false;
@@ -549,14 +554,15 @@ static union ibv_gid other_group(unsigned int i)
 	return x;
 }
 
-static void check_limits(void)
+static void check_limits(bool check_member)
 {
 	struct ibv_device_attr da;
 	struct ibv_cq *cq;
 	struct ibv_qp **qps, *qp;
 	union ibv_gid x;
 	unsigned int i, nq, ng;
-	int ret;
+	int ret, status;
+	pid_t pid;
 
 	if (ibv_query_device(g.ctx, &da))
 		die("ibv_query_device");
@@ -582,34 +588,67 @@ static void check_limits(void)
 		if (i == nq)
 			expect_err(ret, ENOMEM, "attach past max_mcast_qp_attach");
 	}
-	for (i = 0; i < nq; i++)
+	/* ib_core refuses to destroy an attached QP (EBUSY) */
+	for (i = 0; i < nq / 2; i++)
 		if (ibv_detach_mcast(qps[i], &x, 0))
 			fail("detach of QP %u from the full group", i + 1);
-	/* groups: the test's own group exists already */
-	qp = qps[nq];
-	for (i = 0; i < ng; i++) {
-		x = other_group(i + 1);
-		ret = ibv_attach_mcast(qp, &x, 0);
-		if (i < ng - 1 && ret) {
-			fail("attach to group %u of %u: %s", i + 2, ng,
-			     strerror(ret));
-			break;
-		}
-		if (i == ng - 1)
-			expect_err(ret, ENOMEM, "attach past max_mcast_grp");
-	}
-	for (i = 0; i < ng - 1; i++) {
-		x = other_group(i + 1);
-		if (ibv_detach_mcast(qp, &x, 0)) {
-			fail("detach from group %u", i + 2);
-			break;
-		}
-	}
+	expect_err(ibv_destroy_qp(qps[nq - 1]), EBUSY,
+		   "destroy of an attached QP");
+	for (i = nq / 2; i < nq; i++)
+		if (ibv_detach_mcast(qps[i], &x, 0))
+			fail("detach of QP %u from the full group", i + 1);
 	for (i = 0; i <= nq; i++)
 		if (ibv_destroy_qp(qps[i]))
 			die("ibv_destroy_qp");
+	if (check_member && member_of(&x))
+		fail("still a member of a group after its last detach");
 	free(qps);
 	ibv_destroy_cq(cq);
+
+	/*
+	 * Groups, in a child process with its own context that exits with
+	 * its QP still attached to half of them: the context's cleanup
+	 * detaches and destroys it. The test's own group exists already.
+	 */
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		g.errors = 0;
+		open_dev(g.dev, g.gidx);
+		cq = ibv_create_cq(g.ctx, 4, NULL, NULL, 0);
+		if (!cq)
+			die("limits: cq");
+		qp = make_qp(cq, 0, QKEY);
+		for (i = 0; i < ng; i++) {
+			x = other_group(i + 1);
+			ret = ibv_attach_mcast(qp, &x, 0);
+			if (i < ng - 1 && ret) {
+				fail("attach to group %u of %u: %s", i + 2, ng,
+				     strerror(ret));
+				break;
+			}
+			if (i == ng - 1)
+				expect_err(ret, ENOMEM,
+					   "attach past max_mcast_grp");
+		}
+		for (i = 0; i < (ng - 1) / 2; i++) {
+			x = other_group(i + 1);
+			if (ibv_detach_mcast(qp, &x, 0)) {
+				fail("detach from group %u", i + 2);
+				break;
+			}
+		}
+		_exit(g.errors ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("the max_mcast_grp check (child process) failed");
+	x = other_group(ng - 1);
+	if (check_member && member_of(&x))
+		fail("still a member of a group whose QP's process exited");
 }
 
 static unsigned int max_loss(unsigned int n)
@@ -626,7 +665,10 @@ static void run_receiver(bool join, bool limits)
 	struct ibv_qp *stray;
 	union ibv_gid uni = g.gid, x;
 	int jfd = -1, ret;
-	bool check_member = !join && g.have_counters;
+	/* kernels without CONFIG_IP_MULTICAST (our debug one) lack the file */
+	bool check_member = !join && g.have_counters &&
+			    !access(g.v4 ? "/proc/net/igmp" : "/proc/net/igmp6",
+				    R_OK);
 
 	make_rq(&rq[0], 2 * n + PHASE3_MSGS, QKEY);
 	make_rq(&rq[1], 2 * n + PHASE3_MSGS, QKEY);
@@ -657,7 +699,7 @@ static void run_receiver(bool join, bool limits)
 	expect_err(ibv_detach_mcast(rq[0].qp, &x, 0), EINVAL,
 		   "detach from a group that does not exist");
 	if (limits)
-		check_limits();
+		check_limits(check_member);
 	if (check_member)
 		is_member_ok(true, "with QPs attached");
 
@@ -860,6 +902,8 @@ int main(int argc, char **argv)
 		goto usage;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	mgid_of(group);
+	g.dev = dev;
+	g.gidx = gidx;
 	open_dev(dev, gidx);
 	g.sock = tcp_connect(optind < argc ? argv[optind] : NULL, port,
 			     optind == argc);
