@@ -192,6 +192,16 @@ kmemleak_check() {
 	[[ -z $report ]] || fail "kmemleak reports leaks:"$'\n'"$report"
 }
 
+# link_counter DEV NAME: port 1's counter NAME, read through rdma statistic
+# (netlink), which works in any network namespace; fails when absent.
+link_counter() {
+	local v
+	v=$(rdma statistic show link "$1/1" | tr -s ' \n' '\n' |
+		awk -v n="$2" '$0 == n { getline; print; exit }')
+	[[ $v =~ ^[0-9]+$ ]] || fail "$1 has no counter $2"
+	echo "$v"
+}
+
 # dump_counters: port, netdev and UDP counters, to locate a loss (used as an
 # EXIT trap by the UD/UC/SRQ tests).
 dump_counters() {
@@ -230,3 +240,45 @@ pair() {
 	cat "$out"
 	barrier "$name"
 }
+
+# check_pings FILE PREFIX SIZE COUNT: every "<PREFIX>ping data: ..." line of
+# FILE (rping -v) is the text rping builds for ping 0, 1, ... (rdma-ping-N:
+# then a rotating run of ASCII 'A'..'z'), and there are exactly COUNT.
+check_pings() {
+	python3 - "$1" "$2" "$3" "$4" <<-'EOF'
+		import sys
+		path, prefix, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+		lines = [l[len(prefix):].rstrip("\n") for l in open(path, errors="replace")
+		         if l.startswith(prefix)]
+		start = 65
+		for n, got in enumerate(lines):
+		    text = "rdma-ping-%d: " % n
+		    c = start
+		    chars = []
+		    for _ in range(size - 1 - len(text)):
+		        chars.append(chr(c))
+		        c = 65 if c >= 122 else c + 1
+		    start = 65 if start >= 122 else start + 1
+		    want = (text + "".join(chars))[: size - 1]
+		    if got != want:
+		        print("ping %d differs: got %r..., want %r..." % (n, got[:60], want[:60]))
+		        sys.exit(1)
+		if len(lines) != count:
+		    print("%d pings printed, %d expected" % (len(lines), count))
+		    sys.exit(1)
+	EOF
+}
+
+# rping_status STATUS STDERR: did rping succeed? rping's event thread can
+# still be in rdma_get_cm_event() when the main thread destroys the channel
+# after the disconnect; it then prints "Bad file descriptor" and exits 255.
+# That race (in rping, after every ping was done) is not a failure: the data
+# of every ping is checked from the output regardless.
+rping_status() {
+	local rc=$1 err=$2
+	((rc == 0)) && return 0
+	((rc == 255)) && grep -q "DISCONNECT EVENT" "$err" &&
+		grep -qx "rdma_get_cm_event: Bad file descriptor" "$err" || return 1
+	log "rping hit its teardown race after the disconnect (status $rc)"
+}
+

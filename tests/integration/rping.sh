@@ -21,47 +21,6 @@ if [[ $SROCE_KERNEL == debug ]]; then
 	sizes=(32 4097 20000)
 fi
 
-# check_pings FILE PREFIX SIZE: every "<PREFIX>ping data: ..." line of FILE
-# is the text rping builds for ping 0, 1, ... (rdma-ping-N: then a rotating
-# run of ASCII 'A'..'z'), and there are exactly $count of them.
-check_pings() {
-	python3 - "$1" "$2" "$3" "$count" <<-'EOF'
-		import sys
-		path, prefix, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-		lines = [l[len(prefix):].rstrip("\n") for l in open(path, errors="replace")
-		         if l.startswith(prefix)]
-		start = 65
-		for n, got in enumerate(lines):
-		    text = "rdma-ping-%d: " % n
-		    c = start
-		    chars = []
-		    for _ in range(size - 1 - len(text)):
-		        chars.append(chr(c))
-		        c = 65 if c >= 122 else c + 1
-		    start = 65 if start >= 122 else start + 1
-		    want = (text + "".join(chars))[: size - 1]
-		    if got != want:
-		        print("ping %d differs: got %r..., want %r..." % (n, got[:60], want[:60]))
-		        sys.exit(1)
-		if len(lines) != count:
-		    print("%d pings printed, %d expected" % (len(lines), count))
-		    sys.exit(1)
-	EOF
-}
-
-# rping_status STATUS STDERR: did rping succeed? rping's event thread can
-# still be in rdma_get_cm_event() when the main thread destroys the channel
-# after the disconnect; it then prints "Bad file descriptor" and exits 255.
-# That race (in rping, after every ping was done) is not a failure: the data
-# of every ping is checked from the output regardless.
-rping_status() {
-	local rc=$1 err=$2
-	((rc == 0)) && return 0
-	((rc == 255)) && grep -q "DISCONNECT EVENT" "$err" &&
-		grep -qx "rdma_get_cm_event: Bad file descriptor" "$err" || return 1
-	log "rping hit its teardown race after the disconnect (status $rc)"
-}
-
 # run FAMILY PORT SIZE
 run() {
 	local family=$1 port=$2 size=$3 out pid addr rc
@@ -78,7 +37,7 @@ run() {
 		rc=0
 		wait "$pid" || rc=$?
 		rping_status "$rc" "$out.err" || { tail -c 2000 "$out.err"; fail "IPv$family size $size: rping server failed ($rc)"; }
-		check_pings "$out" "server ping data: " "$size" ||
+		check_pings "$out" "server ping data: " "$size" "$count" ||
 			fail "IPv$family size $size: server saw wrong data"
 	else
 		addr=$SROCE_PEER_IP
@@ -89,7 +48,7 @@ run() {
 			-S "$size" -v -V >"$out" 2>"$out.err" || rc=$?
 		rping_status "$rc" "$out.err" ||
 			{ tail -c 2000 "$out.err"; fail "IPv$family size $size: rping client failed ($rc)"; }
-		check_pings "$out" "ping data: " "$size" ||
+		check_pings "$out" "ping data: " "$size" "$count" ||
 			fail "IPv$family size $size: client got wrong data back"
 	fi
 	# stderr carries rping's event log; any error or mismatch there fails

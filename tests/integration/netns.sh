@@ -1,0 +1,183 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe pairs.6.12=sroce:sroce timeout=600
+# SPDX-License-Identifier: GPL-2.0
+#
+# RDMA traffic between two guests from inside a network namespace. Every
+# sroce guest moves eth0 into a new namespace (which removes the device the
+# harness made on it), configures the same addresses there, creates a new
+# sroce device on it from inside the namespace and runs the whole exchange
+# in the namespace: ibv_rc_pingpong -c over the IPv4 and IPv6 GIDs, rping
+# -v -V through rdma_cm (whose address resolution is per namespace) and
+# UD with tests/verify/sroce-ud. Checked besides the data: the device's UDP socket on
+# port 4791 lives in the namespace and not in the initial one, and the
+# device's packet counters account for the traffic. An rxe peer stays in
+# its initial namespace (rdma_rxe's sockets are in init_net only): what
+# sroce does in a namespace must look the same on the wire.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_pair
+require_cmd ip rdma ss ibv_rc_pingpong rping python3
+udcheck=$SROCE_BUILD/sroce-ud
+[[ -x $udcheck ]] || fail "$udcheck is missing (make verify)"
+
+NS=sroce-netns
+NS_DEV=sroce7
+
+counter() {
+	link_counter "$SROCE_DEV" "$1"
+}
+
+udp_4791_sockets() {
+	ss -Hlun "sport = :4791" | wc -l
+}
+
+# enter_namespace: move eth0 and the RDMA device into $NS, then run the
+# rest of this script in it with SROCE_DEV naming the new device.
+enter_namespace() {
+	local mtu sockets
+	mtu=$(cat "/sys/class/net/$SROCE_NETDEV/mtu")
+	sockets=$(udp_4791_sockets)
+	((sockets > 0)) || fail "no UDP socket on port 4791 before the move"
+	ip netns add "$NS"
+	ip link set "$SROCE_NETDEV" netns "$NS"
+	wait_for 10 test ! -e "/sys/class/infiniband/$SROCE_DEV" ||
+		fail "$SROCE_DEV stayed after its netdev left the namespace"
+	sockets=$(udp_4791_sockets)
+	((sockets == 0)) || fail "$sockets UDP sockets on port 4791 remain in the initial namespace"
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link set "$SROCE_NETDEV" mtu "$mtu" up
+	ip -n "$NS" addr add "$SROCE_LOCAL_IP/24" dev "$SROCE_NETDEV"
+	ip -n "$NS" -6 addr add "$SROCE_LOCAL_IP6/64" dev "$SROCE_NETDEV" nodad
+	ip netns exec "$NS" rdma link add "$NS_DEV" type sroce netdev "$SROCE_NETDEV" ||
+		fail "rdma link add from inside the namespace"
+	wait_for 10 grep -q ACTIVE "/sys/class/infiniband/$NS_DEV/ports/1/state" ||
+		fail "$NS_DEV is not ACTIVE"
+	sockets=$(ip netns exec "$NS" ss -Hlun "sport = :4791" | wc -l)
+	((sockets > 0)) || fail "$NS_DEV has no UDP socket on port 4791 in its namespace"
+	sockets=$(udp_4791_sockets)
+	((sockets == 0)) || fail "$NS_DEV opened a socket in the initial namespace"
+	log "$NS_DEV on $SROCE_NETDEV in namespace $NS; its UDP socket is there only"
+	export SROCE_DEV=$NS_DEV SROCE_IN_NETNS=1
+	exec ip netns exec "$NS" bash "$0" "$@"
+}
+
+if [[ $SROCE_DEV_TYPE == sroce && -z ${SROCE_IN_NETNS:-} ]]; then
+	enter_namespace "$@"
+fi
+where=initial
+[[ -n ${SROCE_IN_NETNS:-} ]] && where=$NS
+barrier netns-ready 180
+log "running on $SROCE_DEV ($SROCE_DEV_TYPE) in the $where namespace"
+
+if [[ $SROCE_DEV_TYPE == sroce ]]; then
+	rx0=$(counter rx_packets)
+	tx0=$(counter tx_packets)
+fi
+port=18900
+
+# pingpong NAME TOOL SUCCESS-REGEX ARGS...: a server (guest a) and client
+# (guest b) run of a libibverbs example with -c (both sides check data).
+pingpong() {
+	local name=$1 tool=$2 want=$3 out pid
+	shift 3
+	port=$((port + 1))
+	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
+	local -a cmd=("$tool" -d "$SROCE_DEV" -p "$port" -c "$@")
+	log "$name: ${cmd[*]}"
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 200 "${cmd[@]}" >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" tcp 120
+		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
+	else
+		wait_peer_port "$port" 180
+		with_timeout 200 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 ||
+			{ cat "$out"; fail "$name: client failed"; }
+	fi
+	cat "$out"
+	grep -qE "$want" "$out" || fail "$name: no '$want' in the output"
+	! grep -qi "invalid\|mismatch\|Failed status\|error\|couldn't" "$out" ||
+		fail "$name: errors in the output"
+	barrier "$name" 240
+}
+
+# rping_run FAMILY: 20 pings of 4000 bytes through rdma_cm; every ping's data
+# is checked on both sides (see check_pings in lib.sh).
+rping_run() {
+	local family=$1 out pid addr rc=0 prefix
+	port=$((port + 1))
+	out=$SROCE_OUT/rping-ipv$family-$SROCE_ROLE.txt
+	if [[ $SROCE_ROLE == a ]]; then
+		addr=$SROCE_LOCAL_IP
+		[[ $family == 6 ]] && addr=$SROCE_LOCAL_IP6
+		prefix="server ping data: "
+		with_timeout 200 rping -s -a "$addr" -p "$port" -C 20 -S 4000 -v -V \
+			>"$out" 2>"$out.err" &
+		pid=$!
+		announce_port "$port" rdma 120
+		wait "$pid" || rc=$?
+	else
+		addr=$SROCE_PEER_IP
+		[[ $family == 6 ]] && addr=$SROCE_PEER_IP6
+		prefix="ping data: "
+		wait_peer_port "$port" 180
+		with_timeout 200 rping -c -a "$addr" -p "$port" -C 20 -S 4000 -v -V \
+			>"$out" 2>"$out.err" || rc=$?
+	fi
+	rping_status "$rc" "$out.err" || { tail -c 2000 "$out.err"; fail "rping IPv$family failed ($rc)"; }
+	! grep -qi "mismatch\|error\|fail" "$out.err" || { cat "$out.err"; fail "rping IPv$family reported errors"; }
+	check_pings "$out" "$prefix" 4000 20 || fail "rping IPv$family: wrong ping data"
+	log "rping IPv$family: 20 pings of 4000 bytes through rdma_cm, verified"
+	barrier "rping-$family" 240
+}
+
+# ud_check FAMILY: tests/verify/sroce-ud both ways: 200 messages whose
+# payload, immediate, source QP and GRH are checked, and 3 sent with a
+# wrong Q_Key that must be dropped.
+ud_check() {
+	local family=$1 idx out pid who
+	port=$((port + 1))
+	idx=$(gid_index "$SROCE_DEV" "$family")
+	out=$SROCE_OUT/ud-ipv$family-$SROCE_ROLE.txt
+	local -a cmd=("$udcheck" -d "$SROCE_DEV" -g "$idx" -p "$port" -n 200 -w 3)
+	if [[ $SROCE_ROLE == a ]]; then
+		who=server
+		with_timeout 200 "${cmd[@]}" >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" tcp 120
+		wait "$pid" || { cat "$out"; fail "UD IPv$family: server failed"; }
+	else
+		who=client
+		wait_peer_port "$port" 180
+		with_timeout 200 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 ||
+			{ cat "$out"; fail "UD IPv$family: client failed"; }
+	fi
+	cat "$out"
+	grep -Eq "^$who: received [0-9]+ of 200 UD messages .* 3 wrong-Q_Key messages dropped, 0 mismatches: PASS$" "$out" ||
+		fail "UD IPv$family: no PASS line for the $who"
+	barrier "ud-$family" 240
+}
+
+idx4=$(gid_index "$SROCE_DEV" 4)
+idx6=$(gid_index "$SROCE_DEV" 6)
+pingpong rc-ipv4 ibv_rc_pingpong "^200 iters in" -g "$idx4" -s 8192 -n 200
+pingpong rc-ipv6 ibv_rc_pingpong "^200 iters in" -g "$idx6" -s 100000 -n 200 -m 1024
+rping_run 4
+rping_run 6
+ud_check 4
+ud_check 6
+
+if [[ $SROCE_DEV_TYPE == sroce ]]; then
+	rx=$(($(counter rx_packets) - rx0))
+	tx=$(($(counter tx_packets) - tx0))
+	# Data packets alone, each way: 200 x 8 KiB at ibv_rc_pingpong's
+	# default path MTU 1024 (8 packets), 200 x 100000 B at MTU 1024 (98),
+	# 2 x 200 UD messages; ACKs, rping and CM traffic come on top.
+	min=$((200 * 8 + 200 * 98 + 2 * 200))
+	((rx >= min && tx >= min)) ||
+		fail "$SROCE_DEV counted rx $rx / tx $tx packets, fewer than the $min data packets the exchange needs"
+	log "$SROCE_DEV counted $rx packets received and $tx sent"
+fi
+log "PASS"
