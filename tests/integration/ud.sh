@@ -29,22 +29,14 @@ if [[ $SROCE_KERNEL == debug ]]; then
 	msgs=64 iters=500
 fi
 port=18700
-counters=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
-
-# the port counters of an sroce guest, at the end (pass or fail)
-dump_counters() {
-	[[ -d $counters ]] || return 0
-	echo "port counters of $SROCE_DEV:"
-	grep -H . "$counters"/* 2>/dev/null | sed 's|.*/||' | tr '\n' ' '
-	echo
-	ip -s link show dev "$SROCE_NETDEV" || true
-	grep "^Udp" /proc/net/snmp || true
-}
+# the port counters, netdev and UDP drops at the end (pass or fail)
 trap dump_counters EXIT
 
-# hw_counter NAME: an sroce port counter (empty for rxe)
+# hw_counter NAME: an sroce port counter; empty for rxe, which has none of
+# these (on sroce a missing counter fails the script).
 hw_counter() {
-	cat "$counters/$1" 2>/dev/null || true
+	[[ $SROCE_DEV_TYPE == sroce ]] || return 0
+	link_counter "$SROCE_DEV" "$1"
 }
 
 # pair NAME TCP|RDMA SERVER-CMD... -- CLIENT-ARGS...: guest a runs the
