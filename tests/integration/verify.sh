@@ -76,10 +76,52 @@ run() {
 	log "IPv$family: $nqp QPs x $nops operations checked ($SROCE_DEV_TYPE side)"
 }
 
+# rnr_counters: this side's "req_rnr_naks resp_rnr_naks" ("- -" on rxe,
+# which has no such counters).
+rnr_counters() {
+	if [[ $SROCE_DEV_TYPE == sroce ]]; then
+		echo "$(link_counter "$SROCE_DEV" req_rnr_naks) $(link_counter "$SROCE_DEV" resp_rnr_naks)"
+	else
+		echo "- -"
+	fi
+}
+
+# check_rnr BEFORE AFTER: both guests call it (an rxe guest with "- -").
+# The client's SENDs met no receive in two cases per run (rnr_retry 0, then
+# receives posted late), so the server sent RNR NAKs and the client
+# received every one of them (the link is clean here).
+check_rnr() {
+	local -a b a p
+	read -ra b <<<"$1"
+	read -ra a <<<"$2"
+	if [[ ${a[0]} == - ]]; then
+		echo "- -" >"$SROCE_PAIR_DIR/rnr.$SROCE_ROLE"
+	else
+		echo "$((a[0] - b[0])) $((a[1] - b[1]))" >"$SROCE_PAIR_DIR/rnr.$SROCE_ROLE"
+	fi
+	barrier rnr-counters 120
+	read -ra p <"$SROCE_PAIR_DIR/rnr.$SROCE_PEER_ROLE"
+	if [[ ${a[0]} == - ]]; then
+		return 0
+	elif [[ $SROCE_ROLE == a ]]; then
+		((a[1] - b[1] >= 4)) ||
+			fail "the server sent $((a[1] - b[1])) RNR NAKs; the two RNR cases of two runs need at least 4"
+		[[ ${p[0]} == - ]] || (( p[0] == a[1] - b[1] )) ||
+			fail "the server sent $((a[1] - b[1])) RNR NAKs, the client received ${p[0]}"
+		log "RNR NAKs: $((a[1] - b[1])) sent (resp_rnr_naks), the peer received ${p[0]}"
+	else
+		((a[0] - b[0] >= 4)) ||
+			fail "the client received $((a[0] - b[0])) RNR NAKs; the two RNR cases of two runs need at least 4"
+		log "RNR NAKs: $((a[0] - b[0])) received (req_rnr_naks)"
+	fi
+}
+
+rnr_before=$(rnr_counters)
 run 4 18600 "$qps" "$ops"
 barrier v4-done 600
 run 6 18601 "$qps6" "$ops6"
-barrier done 600
+barrier "done" 600
+[[ ${#negative[@]} -gt 0 ]] || check_rnr "$rnr_before" "$(rnr_counters)"
 if [[ $SROCE_DEV_TYPE == sroce ]]; then
 	# what the receive path went through (drops, duplicates, NAKs)
 	rdma statistic show link "$SROCE_DEV/1" || fail "no port counters"
