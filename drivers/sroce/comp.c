@@ -51,6 +51,10 @@ static u8 sroce_wc_opcode(u8 wr_opcode)
 		return IB_UVERBS_WC_LOCAL_INV;
 	case IB_WR_REG_MR:
 		return IB_WC_REG_MR;	/* kernel QPs only */
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_UVERBS_WC_ATOMIC_WRITE;
+	case SROCE_WR_FLUSH:
+		return SROCE_UVERBS_WC_FLUSH;
 	default:
 		return IB_UVERBS_WC_SEND;
 	}
@@ -527,6 +531,29 @@ static bool sroce_read_resp_opcode_ok(const struct sroce_swqe *wqe, u32 psn,
 	}
 }
 
+/*
+ * ATOMIC WRITE and FLUSH are answered by one READ RESPONSE ONLY without
+ * payload (IBTA A19): that response, and only it, completes them.
+ */
+static bool sroce_comp_placement_resp(struct sroce_qp *qp,
+				      struct sroce_swqe *wqe,
+				      struct sk_buff *skb,
+				      struct sroce_comp_notify *n)
+{
+	const struct sroce_pkt *pkt = sroce_pkt(skb);
+	bool run = false;
+
+	if (!sroce_comp_response_in_order(qp, wqe, pkt->psn, &run, n))
+		return run;
+	if (pkt->opcode != SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ||
+	    pkt->payload_len) {
+		sroce_comp_fail(qp, pkt->psn, IB_WC_BAD_RESP_ERR, n);
+		return false;
+	}
+	sroce_comp_response_done(qp, wqe, pkt->psn, true, n);
+	return true;
+}
+
 static bool sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb,
 				 struct sroce_comp_notify *n)
 {
@@ -536,8 +563,12 @@ static bool sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb,
 	bool run = false;
 	int err;
 
-	if (!wqe || wqe->opcode != IB_WR_RDMA_READ ||
-	    wqe->state == SROCE_SWQE_DONE)
+	if (!wqe || wqe->state == SROCE_SWQE_DONE)
+		return false;
+	if (wqe->opcode == SROCE_WR_ATOMIC_WRITE ||
+	    wqe->opcode == SROCE_WR_FLUSH)
+		return sroce_comp_placement_resp(qp, wqe, skb, n);
+	if (wqe->opcode != IB_WR_RDMA_READ)
 		return false;
 	if (!sroce_comp_response_in_order(qp, wqe, psn, &run, n))
 		return run;

@@ -22,11 +22,16 @@
 #define SROCE_MR_INDEX_MAX	(BIT(SROCE_MR_INDEX_BITS) - 1)
 #define SROCE_MR_RANDOM_TRIES	8
 
-/* Access flags a registration may ask for; the rest are refused. */
+/*
+ * Access flags a registration may ask for; the rest are refused. FLUSH
+ * to global visibility where the core lets MRs ask for it (compat.h);
+ * never persistence: sroce's memory is ordinary RAM.
+ */
 #define SROCE_MR_ACCESS_SUPPORTED \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-	 IB_ACCESS_RELAXED_ORDERING)
+	 IB_ACCESS_RELAXED_ORDERING | \
+	 (SROCE_HAVE_FLUSH_ACCESS ? SROCE_ACCESS_FLUSH_GLOBAL : 0))
 
 void sroce_mr_table_init(struct sroce_dev *sdev)
 {
@@ -352,8 +357,9 @@ static bool sroce_mr_contains(const struct sroce_mr *mr, u64 addr, u64 len)
 	       addr - mr->iova <= mr->length - len;
 }
 
-struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
-			      u32 key, u64 addr, u64 len, int access)
+static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev,
+					struct ib_pd *pd, u32 key, u64 addr,
+					u64 len, int access, bool whole)
 {
 	struct sroce_mr *mr;
 
@@ -368,11 +374,23 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	/* state first: the fields a registration set are then consistent */
 	if (smp_load_acquire(&mr->state) != SROCE_MR_VALID ||
 	    READ_ONCE(mr->key) != key || mr->ibmr.pd != pd || (mr->access & access) != access ||
-	    !sroce_mr_contains(mr, addr, len)) {
+	    (!whole && !sroce_mr_contains(mr, addr, len))) {
 		sroce_mr_put(mr);
 		return NULL;
 	}
 	return mr;
+}
+
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
+			      u32 key, u64 addr, u64 len, int access)
+{
+	return sroce_mr_lookup(sdev, pd, key, addr, len, access, false);
+}
+
+struct sroce_mr *sroce_mr_get_whole(struct sroce_dev *sdev, struct ib_pd *pd,
+				    u32 key, int access)
+{
+	return sroce_mr_lookup(sdev, pd, key, 0, 0, access, true);
 }
 
 /*
@@ -559,6 +577,20 @@ int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		*orig = atomic64_cmpxchg(p, compare_add, swap);
 	else
 		*orig = atomic64_fetch_add(compare_add, p);
+	kunmap_local(va);
+	return 0;
+}
+
+int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value)
+{
+	struct sroce_mr_chunk c;
+	void *va;
+
+	if (sroce_mr_chunk(mr, iova, sizeof(u64), &c))
+		return -EFAULT;
+	va = kmap_local_page(c.page);
+	/* one aligned 64-bit store, after everything placed before it */
+	smp_store_release((u64 *)(va + c.off), value);
 	kunmap_local(va);
 	return 0;
 }

@@ -100,6 +100,9 @@ static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 			      u32 key, u64 addr, u64 len, int access);
 void sroce_mr_put(struct sroce_mr *mr);
+/* The same for a use of the whole MR (FLUSH of the MR): no range check. */
+struct sroce_mr *sroce_mr_get_whole(struct sroce_dev *sdev, struct ib_pd *pd,
+				    u32 key, int access);
 
 /*
  * Copy between a kernel buffer and [iova, iova + len) of a looked-up MR.
@@ -129,6 +132,14 @@ int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
  */
 int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare_add, u64 swap, u64 *orig);
+
+/*
+ * ATOMIC WRITE: store the 8 bytes of @value (as they came off the wire)
+ * at @iova (8-byte aligned, checked by the caller) in one store that no
+ * reader sees half done, ordered after every earlier placement. Returns
+ * 0 or -EFAULT.
+ */
+int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value);
 
 /*
  * Scatter/gather lists (validated kernel copies of WQE SGEs). Byte

@@ -333,9 +333,15 @@ static u32 sroce_timeout_jiffies(u8 timeout)
 	return max_t(unsigned long, nsecs_to_jiffies(4096ULL << timeout), 1);
 }
 
+/*
+ * ib_cm (6.2 on) grants a QP both FLUSH bits whenever the device offers
+ * any FLUSH: take both; no MR ever grants FLUSH_PERSISTENT (mr.c).
+ */
 #define SROCE_QP_ACCESS_MASK \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+	 (SROCE_HAVE_FLUSH_ACCESS ? SROCE_ACCESS_FLUSH_GLOBAL | \
+	  SROCE_ACCESS_FLUSH_PERSISTENT : 0))
 
 static int sroce_qp_check_attr(struct sroce_qp *qp,
 			       const struct ib_qp_attr *attr, int mask)

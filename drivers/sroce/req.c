@@ -96,10 +96,30 @@ static int sroce_post_fill_inline(struct sroce_qp *qp,
 	return 0;
 }
 
+/* The value of a kernel ATOMIC WRITE: exactly 8 bytes of kernel memory. */
+static int sroce_post_fill_atomic_write(const struct ib_send_wr *wr,
+					struct sroce_send_wqe *slot)
+{
+	u8 *dst = slot->wr.atomic_write.value;
+	u32 total = 0;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		u32 len = wr->sg_list[i].length;
+
+		if (len > sizeof(slot->wr.atomic_write.value) - total)
+			return -EINVAL;
+		memcpy(dst + total, (void *)(uintptr_t)wr->sg_list[i].addr, len);
+		total += len;
+	}
+	return total == sizeof(slot->wr.atomic_write.value) ? 0 : -EINVAL;
+}
+
 static int sroce_post_fill_wr(const struct ib_send_wr *wr,
 			      struct sroce_send_wqe *slot)
 {
-	switch (wr->opcode) {
+	/* u32: ATOMIC_WRITE is not in 6.1's enum ib_wr_opcode */
+	switch ((u32)wr->opcode) {
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 	case IB_WR_RDMA_READ:
@@ -112,6 +132,11 @@ static int sroce_post_fill_wr(const struct ib_send_wr *wr,
 		slot->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
 		slot->wr.atomic.swap = atomic_wr(wr)->swap;
 		slot->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		break;
+	case SROCE_WR_ATOMIC_WRITE:
+		/* rdma_wr() names the target; the SGEs hold the 8 bytes */
+		slot->wr.atomic_write.remote_addr = rdma_wr(wr)->remote_addr;
+		slot->wr.atomic_write.rkey = rdma_wr(wr)->rkey;
 		break;
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
@@ -166,6 +191,10 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 
 	if (sroce_opcode_local(wr->opcode)) {
 		/* no data: whatever SGEs came along are ignored */
+	} else if (wr->opcode == SROCE_WR_ATOMIC_WRITE) {
+		err = sroce_post_fill_atomic_write(wr, slot);
+		if (err)
+			return err;
 	} else if (wr->send_flags & IB_SEND_INLINE) {
 		err = sroce_post_fill_inline(qp, wr, slot);
 		if (err)
@@ -237,7 +266,11 @@ static bool sroce_opcode_ok(const struct sroce_qp *qp, u32 opcode)
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_WR_SEND_WITH_INV:
+	case SROCE_WR_ATOMIC_WRITE:
 		return sroce_qp_is_rc(qp);
+	case SROCE_WR_FLUSH:
+		/* kernel consumers have no WR that carries FLUSH's fields */
+		return sroce_qp_is_rc(qp) && qp->is_user;
 	case IB_WR_LOCAL_INV:
 		return !sroce_qp_is_ud(qp);
 	case IB_WR_REG_MR:
@@ -248,11 +281,46 @@ static bool sroce_opcode_ok(const struct sroce_qp *qp, u32 opcode)
 	}
 }
 
+/*
+ * Requests answered by responses, which hold one of the responder's
+ * resources (max_rd_atomic) until answered: READ, the atomics, and ATOMIC
+ * WRITE and FLUSH (answered by a READ response without payload, A19).
+ */
 static bool sroce_opcode_rd_atomic(u32 opcode)
 {
 	return opcode == IB_WR_RDMA_READ ||
 	       opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == SROCE_WR_ATOMIC_WRITE || opcode == SROCE_WR_FLUSH;
+}
+
+/* ATOMIC WRITE and FLUSH: no SGEs; the fields are in the WQE itself. */
+static enum ib_wc_status sroce_swqe_placement(struct sroce_swqe *wqe,
+					      const struct sroce_send_wqe *hdr)
+{
+	if (wqe->opcode == SROCE_WR_ATOMIC_WRITE) {
+		wqe->remote_addr = hdr->wr.atomic_write.remote_addr;
+		wqe->rkey = hdr->wr.atomic_write.rkey;
+		/* the bytes travel as they are: no byte order applies */
+		memcpy(&wqe->swap, hdr->wr.atomic_write.value,
+		       sizeof(wqe->swap));
+		wqe->length = sizeof(wqe->swap);
+		return IB_WC_SUCCESS;
+	}
+	if (hdr->wr.flush.length > U32_MAX)
+		return IB_WC_LOC_LEN_ERR;
+	if (!hdr->wr.flush.type ||
+	    hdr->wr.flush.type & ~(SROCE_FLUSH_GLOBAL | SROCE_FLUSH_PERSISTENT) ||
+	    hdr->wr.flush.level > SROCE_FLUSH_MR)
+		return IB_WC_LOC_QP_OP_ERR;
+	wqe->remote_addr = hdr->wr.flush.remote_addr;
+	wqe->rkey = hdr->wr.flush.rkey;
+	/* carried in the RETH's DMA length, not as payload */
+	wqe->compare_add = hdr->wr.flush.length;
+	wqe->access = hdr->wr.flush.type |
+		      hdr->wr.flush.level << SROCE_FETH_SEL_SHIFT;
+	wqe->length = 0;
+	return IB_WC_SUCCESS;
 }
 
 /* Every SGE must name a local MR of the QP's PD allowing this access. */
@@ -324,6 +392,8 @@ static enum ib_wc_status sroce_swqe_init(struct sroce_qp *qp,
 		wqe->access = hdr->wr.bind_mw.access;
 		return IB_WC_SUCCESS;
 	}
+	if (hdr->opcode == SROCE_WR_ATOMIC_WRITE || hdr->opcode == SROCE_WR_FLUSH)
+		return sroce_swqe_placement(wqe, hdr);
 
 	switch (hdr->opcode) {
 	case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -425,6 +495,10 @@ static u8 sroce_req_opcode(const struct sroce_swqe *wqe, bool first,
 		return SROCE_OP_RC_RDMA_READ_REQUEST;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 		return SROCE_OP_RC_COMPARE_SWAP;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_OP_RC_ATOMIC_WRITE;
+	case SROCE_WR_FLUSH:
+		return SROCE_OP_RC_FLUSH;
 	default:
 		return SROCE_OP_RC_FETCH_ADD;
 	}
@@ -490,6 +564,15 @@ static int sroce_req_alloc(struct sroce_qp *qp, struct sroce_swqe *wqe,
 {
 	unsigned int hdr_len = sroce_opinfo(p->opcode)->hdr_len;
 
+	if (p->opcode == SROCE_OP_RC_ATOMIC_WRITE) {
+		*skbp = sroce_net_alloc_skb(qp->sdev, p->av, hdr_len,
+					    sizeof(wqe->swap), GFP_ATOMIC);
+		if (!*skbp)
+			return -ENOMEM;
+		memcpy(sroce_net_put_data(*skbp, sizeof(wqe->swap)), &wqe->swap,
+		       sizeof(wqe->swap));
+		return 0;
+	}
 	if (!(sroce_op_flags(p->opcode) & SROCE_OPF_PAYLOAD) ||
 	    !(wqe->flags & SROCE_SWQE_F_INLINE))
 		return sroce_req_fill_sgl(qp, wqe, p, skbp, hdr_len);
@@ -519,6 +602,9 @@ static void sroce_req_headers(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		u32 len = wqe->opcode == IB_WR_RDMA_READ ?
 			  wqe->length - p->offset : wqe->length;
 
+		if (wqe->opcode == SROCE_WR_FLUSH)
+			len = wqe->compare_add;
+
 		sroce_reth_set(h + info->offset[SROCE_EXT_RETH],
 			       wqe->remote_addr + p->offset, wqe->rkey, len);
 	}
@@ -530,6 +616,10 @@ static void sroce_req_headers(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				 cas ? wqe->swap : wqe->compare_add,
 				 cas ? wqe->compare_add : 0);
 	}
+	if (info->flags & SROCE_OPF_FETH)
+		sroce_feth_set(h + info->offset[SROCE_EXT_FETH],
+			       wqe->access >> SROCE_FETH_SEL_SHIFT,
+			       wqe->access & SROCE_FETH_PLT_MASK);
 	if (info->flags & SROCE_OPF_IMMDT) {
 		struct sroce_immdt *imm = h + info->offset[SROCE_EXT_IMMDT];
 
@@ -548,11 +638,16 @@ static void sroce_req_headers(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	}
 }
 
-/* Request packets of a WQE: one for READ and atomics (many responses). */
+/*
+ * PSNs of a WQE: one per packet; a READ takes one per response packet;
+ * atomics, ATOMIC WRITE and FLUSH one.
+ */
 static u32 sroce_wqe_npkts(const struct sroce_swqe *wqe, u32 mtu)
 {
 	if (wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD || !wqe->length)
+	    wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD ||
+	    wqe->opcode == SROCE_WR_ATOMIC_WRITE ||
+	    wqe->opcode == SROCE_WR_FLUSH || !wqe->length)
 		return 1;
 	return DIV_ROUND_UP(wqe->length, mtu);
 }
@@ -718,7 +813,8 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	p.psn = req->psn;
 	p.offset = req->offset;
 	if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC) {
-		p.payload = 0;
+		p.payload = wqe->opcode == SROCE_WR_ATOMIC_WRITE ?
+			    sizeof(wqe->swap) : 0;
 		first = true;
 		last = true;
 	} else {

@@ -457,6 +457,108 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 	return RESP_REPLIED;
 }
 
+/* ---- ATOMIC WRITE and FLUSH (IBTA 1.5 annex A19) ---- */
+
+/*
+ * Both hold a responder resource like an atomic and are answered by an
+ * RDMA READ RESPONSE ONLY without payload; a duplicate gets that answer
+ * again and is never executed again.
+ */
+static enum resp_status resp_placement_done(struct sroce_qp *qp, u32 psn,
+					    struct resp_reply *r)
+{
+	struct sroce_resp_state *rs = &qp->resp;
+	struct sroce_resp_res *res = resp_res_next(rs);
+
+	res->type = SROCE_RES_PLACEMENT;
+	res->first_psn = psn;
+	res->last_psn = psn;
+
+	rs->msn = sroce_psn_next(rs->msn);
+	rs->epsn = sroce_psn_next(psn);
+	r->kind = REPLY_READ;
+	r->psn = psn;
+	r->msn = rs->msn;
+	r->len = 0;
+	return RESP_REPLIED;
+}
+
+/* ATOMIC WRITE: 8 bytes to an aligned address, one store (oA19-28..). */
+static enum resp_status resp_atomic_write(struct sroce_qp *qp,
+					  struct sk_buff *skb,
+					  struct resp_reply *r)
+{
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	struct sroce_reth *reth = sroce_pkt_reth(skb);
+	u64 va = sroce_reth_va(reth), value;
+	struct sroce_mr *mr;
+	int err;
+
+	if (!qp->resp.num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE) ||
+	    sroce_reth_len(reth) != sizeof(value) ||
+	    pkt->payload_len != sizeof(value))
+		return RESP_ERR_INV_REQ;
+	mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_reth_rkey(reth), va,
+			  sizeof(value), IB_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		return RESP_ERR_ACCESS;
+	if (!resp_atomic_aligned(mr, va)) {
+		sroce_mr_put(mr);
+		return RESP_ERR_INV_REQ;
+	}
+	/* the bytes as they came: ATOMIC WRITE has no byte order */
+	err = skb_copy_bits(skb, sroce_pkt_payload_offset(skb), &value,
+			    sizeof(value));
+	if (!err)
+		err = sroce_mr_atomic_write(mr, va, value);
+	sroce_mr_put(mr);
+	if (err)
+		return RESP_ERR_ACCESS;
+	return resp_placement_done(qp, pkt->psn, r);
+}
+
+/*
+ * FLUSH: every placement of the requests before it (processed in PSN
+ * order) is globally visible when it is acknowledged. sroce places data
+ * with CPU stores into ordinary RAM, so a full barrier is the whole job;
+ * persistence cannot be promised, and no MR or QP ever grants
+ * FLUSH_PERSISTENT (the device does not advertise it).
+ */
+static enum resp_status resp_flush(struct sroce_qp *qp, struct sk_buff *skb,
+				   struct resp_reply *r)
+{
+	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
+	struct sroce_feth *feth = sroce_pkt_feth(skb);
+	struct sroce_reth *reth = sroce_pkt_reth(skb);
+	unsigned int plt = sroce_feth_plt(feth), sel = sroce_feth_sel(feth);
+	u32 rkey = sroce_reth_rkey(reth);
+	struct sroce_mr *mr;
+	int access = 0;
+
+	if (!plt || plt & ~(SROCE_FLUSH_GLOBAL | SROCE_FLUSH_PERSISTENT) ||
+	    sel > SROCE_FLUSH_MR || pkt->payload_len || !qp->resp.num_res)
+		return RESP_ERR_INV_REQ;
+	if (plt & SROCE_FLUSH_GLOBAL)
+		access |= SROCE_ACCESS_FLUSH_GLOBAL;
+	if (plt & SROCE_FLUSH_PERSISTENT)
+		access |= SROCE_ACCESS_FLUSH_PERSISTENT;
+	/* as rxe: the QP must allow the placement type too */
+	if ((READ_ONCE(qp->attr.access_flags) & access) != access)
+		return RESP_ERR_INV_REQ;
+	if (sel == SROCE_FLUSH_MR)
+		mr = sroce_mr_get_whole(qp->sdev, qp->ibqp.pd, rkey, access);
+	else
+		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, rkey,
+				  sroce_reth_va(reth), sroce_reth_len(reth),
+				  access);
+	if (!mr)
+		return RESP_ERR_ACCESS;
+	sroce_mr_put(mr);
+	/* everything placed before is visible before the answer leaves */
+	smp_mb();
+	return resp_placement_done(qp, pkt->psn, r);
+}
+
 /* ---- duplicates (IBTA 9.7.5.1.2) ---- */
 
 /*
@@ -511,6 +613,17 @@ static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
 		r->psn = pkt->psn;
 		r->msn = rs->msn;
 		r->orig = res->atomic.orig;
+	} else if (pkt->flags & (SROCE_OPF_ATOMIC_WRITE | SROCE_OPF_FLUSH)) {
+		/* answer again; executing it again could undo later writes */
+		res = resp_res_find(rs, SROCE_RES_PLACEMENT, pkt->psn);
+		if (!res) {
+			resp_count(qp, SROCE_RESP_DROPPED);
+			return;
+		}
+		r->kind = REPLY_READ;
+		r->psn = pkt->psn;
+		r->msn = rs->msn;
+		r->len = 0;
 	} else if (sroce_bth_ackreq(sroce_pkt_bth(skb)) ||
 		   (pkt->flags & SROCE_OPF_LAST)) {
 		/* the ACK was lost: acknowledge everything received */
@@ -540,7 +653,10 @@ static enum resp_status resp_rc_execute(struct sroce_qp *qp,
 		return resp_read(qp, skb, r);
 	if (pkt->flags & SROCE_OPF_ATOMIC)
 		return resp_atomic(qp, skb, r);
-	/* ATOMIC WRITE, FLUSH: not offered by this device */
+	if (pkt->flags & SROCE_OPF_ATOMIC_WRITE)
+		return resp_atomic_write(qp, skb, r);
+	if (pkt->flags & SROCE_OPF_FLUSH)
+		return resp_flush(qp, skb, r);
 	return RESP_ERR_INV_REQ;
 }
 

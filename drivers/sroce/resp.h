@@ -23,11 +23,13 @@ enum sroce_resp_res_type {
 	SROCE_RES_NONE,
 	SROCE_RES_READ,
 	SROCE_RES_ATOMIC,
+	SROCE_RES_PLACEMENT,	/* ATOMIC WRITE or FLUSH: nothing to keep */
 };
 
 /*
  * One responder resource (IBTA 9.7.5.1.3): what is needed to answer a
- * duplicate RDMA READ or atomic request without executing it again. READ
+ * duplicate RDMA READ, atomic, ATOMIC WRITE or FLUSH request without
+ * executing it again. READ
  * replays look the rkey up again, so no MR reference is held here.
  */
 struct sroce_resp_res {

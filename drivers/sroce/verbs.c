@@ -62,10 +62,17 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.vendor_id = SROCE_VENDOR_ID,
 		.max_qp = SROCE_MAX_QP,
 		.max_qp_wr = SROCE_MAX_QP_WR,
-		/* REG_MR, LOCAL_INV and SEND with Invalidate (mr.c) */
+		/*
+		 * REG_MR, LOCAL_INV and SEND with Invalidate (mr.c); ATOMIC
+		 * WRITE; FLUSH to global visibility where MRs can grant it,
+		 * never to persistence (compat.h, resp.c)
+		 */
 		.device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 				    IB_DEVICE_PORT_ACTIVE_EVENT |
-				    IB_DEVICE_MEM_MGT_EXTENSIONS,
+				    IB_DEVICE_MEM_MGT_EXTENSIONS |
+				    SROCE_DEVICE_ATOMIC_WRITE |
+				    (SROCE_HAVE_FLUSH_ACCESS ?
+				     SROCE_DEVICE_FLUSH_GLOBAL : 0),
 		.max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES,
 		.kernel_cap_flags = IBK_ALLOW_USER_UNREG,
 		.max_send_sge = SROCE_MAX_SGE,

@@ -76,7 +76,10 @@ struct sroce_opcode_info sroce_opcode_info[SROCE_NUM_OPCODES] __ro_after_init = 
 		"RC_SEND_LAST_WITH_INV", F_SEND_LAST | SROCE_OPF_IETH },
 	[SROCE_OP_RC_SEND_ONLY_WITH_INV] = {
 		"RC_SEND_ONLY_WITH_INV", F_SEND_ONLY | SROCE_OPF_IETH },
-	/* Memory placement extensions: 8 bytes of payload, answered by ACK. */
+	/*
+	 * Memory placement extensions (A19): 8 bytes of payload, answered
+	 * by a READ RESPONSE ONLY without payload, as FLUSH is.
+	 */
 	[SROCE_OP_RC_ATOMIC_WRITE] = {
 		"RC_ATOMIC_WRITE",
 		SROCE_OPF_REQ | SROCE_OPF_ATOMIC_WRITE | F_ONLY | SROCE_OPF_RETH |

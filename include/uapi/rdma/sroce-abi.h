@@ -94,6 +94,22 @@ struct sroce_send_wqe {
 			__u32 rkey;
 			__u32 reserved;
 		} atomic;
+		/* IBV_WR_ATOMIC_WRITE: no SGEs, not inline */
+		struct {
+			__aligned_u64 remote_addr;	/* 8-byte aligned */
+			__u32 rkey;
+			__u32 reserved;
+			__u8 value[8];	/* stored at remote_addr as is */
+		} atomic_write;
+		/* IBV_WR_FLUSH (rdma-core 45 and later): no SGEs */
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 length;	/* at most 2^32 - 1 */
+			__u32 rkey;
+			__u8 type;	/* IBV_FLUSH_GLOBAL/PERSISTENT bits */
+			__u8 level;	/* IBV_FLUSH_RANGE or IBV_FLUSH_MR */
+			__u16 reserved;
+		} flush;
 		struct {
 			__u32 ah_num;	/* from struct sroce_create_ah_resp */
 			__u32 remote_qpn;
