@@ -23,7 +23,10 @@ constexpr std::uint64_t kRcSendOps =
         IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
         IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
         IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-        IBV_QP_EX_WITH_SEND_WITH_INV;
+        IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE;
+// IBV_QP_EX_WITH_FLUSH and ibv_wr_flush() arrived in rdma-core 45; this
+// provider is built for rdma-core 44's private ABI, whose ibv_qp_ex has no
+// wr_flush slot, so FLUSH cannot be offered to applications here.
 constexpr std::uint64_t kUcSendOps = IBV_QP_EX_WITH_RDMA_WRITE |
                                      IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
                                      IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -181,6 +184,23 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remot
     atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
+// A complete WR: no data call follows.
+void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr,
+                     const void* atomic_wr) noexcept {
+    Qp& qp = qp_of(qpx);
+    WrBatch& b = qp.batch;
+    if (begin(qpx, IBV_WR_ATOMIC_WRITE) == nullptr)
+        return;
+    b.pending = false;
+    const int err = encode_atomic_write_wqe(qpx->wr_id, qpx->wr_flags, rkey, remote_addr, atomic_wr,
+                                            qp.sq.limits, qp.sq.ring.next_slot(b.count));
+    if (err != 0) {
+        fail(b, err);
+        return;
+    }
+    ++b.count;
+}
+
 void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, std::uint32_t remote_qpn,
                     std::uint32_t remote_qkey) noexcept {
     WrBatch& b = qp_of(qpx).batch;
@@ -273,6 +293,7 @@ bool setup_qp_ex(Qp& qp, std::uint64_t send_ops_flags) noexcept {
     qpx.wr_rdma_read = wr_rdma_read;
     qpx.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     qpx.wr_atomic_fetch_add = wr_atomic_fetch_add;
+    qpx.wr_atomic_write = wr_atomic_write;
     qpx.wr_set_ud_addr = wr_set_ud_addr;
     qpx.wr_set_sge = wr_set_sge;
     qpx.wr_set_sge_list = wr_set_sge_list;

@@ -131,6 +131,23 @@ int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::u
     return 0;
 }
 
+int encode_atomic_write_wqe(std::uint64_t wr_id, unsigned int send_flags, std::uint32_t rkey,
+                            std::uint64_t remote_addr, const void* value,
+                            const SendQueueLimits& limits, std::byte* slot) noexcept {
+    if (limits.qp_type != IBV_QPT_RC || value == nullptr)
+        return EINVAL;
+    sroce_send_wqe hdr{};
+    hdr.wr_id = wr_id;
+    hdr.opcode = IBV_WR_ATOMIC_WRITE;
+    // The value travels in the WQE itself: INLINE means nothing here.
+    hdr.send_flags = send_flags & kPassedSendFlags & ~static_cast<unsigned int>(IBV_SEND_INLINE);
+    hdr.wr.atomic_write.remote_addr = remote_addr;
+    hdr.wr.atomic_write.rkey = rkey;
+    std::memcpy(hdr.wr.atomic_write.value, value, sizeof(hdr.wr.atomic_write.value));
+    std::memcpy(slot, &hdr, sizeof(hdr));
+    return 0;
+}
+
 int encode_recv_wqe(const ibv_recv_wr& wr, const RecvQueueLimits& limits,
                     std::byte* slot) noexcept {
     if (wr.num_sge < 0 || (wr.num_sge > 0 && wr.sg_list == nullptr))

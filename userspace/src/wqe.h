@@ -19,6 +19,12 @@ static_assert(sizeof(sroce_recv_wqe) == SROCE_RECV_WQE_HDR_SIZE);
 static_assert(sizeof(sroce_sge) == 16);
 static_assert(sizeof(sroce_cqe) == 64);
 static_assert(offsetof(sroce_send_wqe, wr) == 32);
+static_assert(offsetof(sroce_send_wqe, wr.atomic_write.rkey) == 40);
+static_assert(offsetof(sroce_send_wqe, wr.atomic_write.value) == 48);
+static_assert(offsetof(sroce_send_wqe, wr.flush.length) == 40);
+static_assert(offsetof(sroce_send_wqe, wr.flush.rkey) == 48);
+static_assert(offsetof(sroce_send_wqe, wr.flush.type) == 52);
+static_assert(offsetof(sroce_send_wqe, wr.flush.level) == 53);
 
 // What the send queue was created with (the kernel's granted caps, bounded
 // by the slot size).
@@ -59,6 +65,13 @@ bool opcode_supported(ibv_qp_type qp_type, ibv_wr_opcode opcode) noexcept;
 // size, missing AH); the slot may then hold garbage but is not published.
 int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::uint32_t ah_num,
                     std::byte* slot) noexcept;
+
+// Writes one ATOMIC WRITE WQE (ibv_wr_atomic_write: RC only, no data list):
+// the 8 bytes at `value` go to remote_addr as they are. Returns 0, or
+// EINVAL when the QP is not RC.
+int encode_atomic_write_wqe(std::uint64_t wr_id, unsigned int send_flags, std::uint32_t rkey,
+                            std::uint64_t remote_addr, const void* value,
+                            const SendQueueLimits& limits, std::byte* slot) noexcept;
 
 // Writes one receive WQE; 0 or EINVAL (too many SGEs).
 int encode_recv_wqe(const ibv_recv_wr& wr, const RecvQueueLimits& limits, std::byte* slot) noexcept;

@@ -316,6 +316,40 @@ TEST_F(FakeQpEx, ABatchIsPublishedWithOneDoorbellAtComplete) {
     EXPECT_EQ(w.wr.atomic.rkey, 0x55U);
 }
 
+TEST_F(FakeQp, AtomicWriteIsACompleteWrCarryingItsEightBytes) {
+    ASSERT_TRUE(setup_qp_ex(*qp_, IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_SEND));
+    ibv_qp_ex* qpx = ibv_qp_to_qp_ex(ibqp());
+    ASSERT_NE(qpx, nullptr);
+    std::array<std::uint8_t, 8> value{0xf0, 1, 2, 3, 4, 5, 6, 0x0f};
+    ibv_wr_start(qpx);
+    qpx->wr_id = 9;
+    qpx->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE | IBV_SEND_INLINE;
+    ibv_wr_atomic_write(qpx, 0x4321, 0xfeed0008, value.data());
+    value.fill(0); // copied at the call
+    qpx->wr_id = 10;
+    qpx->wr_flags = 0;
+    ibv_wr_send(qpx); // the next WR starts fresh
+    ibv_wr_set_sge(qpx, 1, 0x1000, 8);
+    ASSERT_EQ(ibv_wr_complete(qpx), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 2U);
+    const auto w = sq_slot(0);
+    EXPECT_EQ(w.wr_id, 9U);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_ATOMIC_WRITE));
+    EXPECT_EQ(w.send_flags, static_cast<std::uint32_t>(IBV_SEND_SIGNALED | IBV_SEND_FENCE));
+    EXPECT_EQ(w.num_sge, 0U);
+    EXPECT_EQ(w.inline_len, 0U);
+    EXPECT_EQ(w.wr.atomic_write.rkey, 0x4321U);
+    EXPECT_EQ(w.wr.atomic_write.remote_addr, 0xfeed0008U);
+    const std::array<std::uint8_t, 8> expect{0xf0, 1, 2, 3, 4, 5, 6, 0x0f};
+    EXPECT_EQ(std::memcmp(w.wr.atomic_write.value, expect.data(), expect.size()), 0);
+    EXPECT_EQ(sq_slot(1).opcode, static_cast<std::uint32_t>(IBV_WR_SEND));
+}
+
+TEST_F(FakeQp, AtomicWriteOnlyOnRc) {
+    qp_->vqp.qp.qp_type = IBV_QPT_UC;
+    EXPECT_FALSE(setup_qp_ex(*qp_, IBV_QP_EX_WITH_ATOMIC_WRITE));
+}
+
 TEST_F(FakeQpEx, AbortDiscardsAndReleasesTheQueue) {
     ibv_wr_start(qpx_);
     ibv_wr_send(qpx_);

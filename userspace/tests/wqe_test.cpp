@@ -254,6 +254,43 @@ TEST_F(SendEncoding, UdCarriesAddressAndRefusesRdma) {
     EXPECT_EQ(encode(42), EINVAL);
 }
 
+TEST(AtomicWriteEncoding, ValueBytesUnchangedAndRcOnly) {
+    std::vector<std::byte> slot(128, std::byte{0xee});
+    const std::array<std::uint8_t, 8> value{1, 2, 3, 4, 5, 6, 7, 8};
+    SendQueueLimits rc{IBV_QPT_RC, 1, 0, 128};
+    ASSERT_EQ(encode_atomic_write_wqe(5, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, 0x77, 0x10,
+                                      value.data(), rc, slot.data()),
+              0);
+    sroce_send_wqe hdr{};
+    std::memcpy(&hdr, slot.data(), sizeof(hdr));
+    EXPECT_EQ(hdr.wr_id, 5U);
+    EXPECT_EQ(hdr.opcode, 15U) << "IBV_WR_ATOMIC_WRITE is uverbs opcode 15";
+    EXPECT_EQ(hdr.send_flags, static_cast<std::uint32_t>(IBV_SEND_SIGNALED | IBV_SEND_SOLICITED));
+    EXPECT_EQ(hdr.num_sge, 0U);
+    EXPECT_EQ(hdr.wr.atomic_write.rkey, 0x77U);
+    EXPECT_EQ(hdr.wr.atomic_write.remote_addr, 0x10U);
+    EXPECT_EQ(std::memcmp(hdr.wr.atomic_write.value, value.data(), 8), 0);
+    EXPECT_EQ(hdr.wr.atomic_write.reserved, 0U);
+
+    SendQueueLimits uc{IBV_QPT_UC, 1, 0, 128};
+    EXPECT_EQ(encode_atomic_write_wqe(5, 0, 0x77, 0x10, value.data(), uc, slot.data()), EINVAL);
+    EXPECT_EQ(encode_atomic_write_wqe(5, 0, 0x77, 0x10, nullptr, rc, slot.data()), EINVAL);
+}
+
+TEST(CompletionOpcodes, PlacementOpcodesAreLibibverbsNumbers) {
+    // The kernel writes ib_uverbs_wc_opcode values; decode copies them.
+    EXPECT_EQ(static_cast<int>(IBV_WC_ATOMIC_WRITE), 9);
+    std::vector<std::byte> slot(64);
+    sroce_cqe cqe{};
+    cqe.opcode = 9;
+    cqe.byte_len = 8;
+    std::memcpy(slot.data(), &cqe, sizeof(cqe));
+    ibv_wc wc{};
+    decode_cqe(slot.data(), wc);
+    EXPECT_EQ(wc.opcode, IBV_WC_ATOMIC_WRITE);
+    EXPECT_EQ(wc.byte_len, 8U);
+}
+
 TEST(RecvEncoding, HeaderThenSges) {
     std::vector<std::byte> slot(16 + 3 * 16, std::byte{0xee});
     std::array<ibv_sge, 3> sges{ibv_sge{0x1000, 10, 1}, ibv_sge{0x2000, 20, 2},
