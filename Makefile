@@ -45,9 +45,11 @@ UDCHECK := $(BUILD)/sroce-ud
 SRQCHECK := $(BUILD)/sroce-srq
 # ... and the UD multicast checker run by tests/integration/mcast.sh.
 MCASTCHECK := $(BUILD)/sroce-mcast
-verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK)
+# ... and the ATOMIC WRITE / FLUSH checker of tests/integration/atomic-write-flush.sh.
+FLUSHCHECK := $(BUILD)/sroce-flush
+verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK)
 
-$(VERIFY): tests/verify/sroce-verify.c
+$(VERIFY) $(FLUSHCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
 
