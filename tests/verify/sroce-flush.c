@@ -4,7 +4,7 @@
  * between two devices over rdma_cm, and what each device reports of them.
  *
  *   sroce-flush -s [-b ADDR] -p PORT -e AW,FG,FP
- *   sroce-flush -c ADDR -p PORT -e AW,FG,FP [-r ROUNDS]
+ *   sroce-flush -c ADDR -p PORT -e AW,FG,FP [-r ROUNDS] [-N]
  *
  * -e: what this side's device must report in device_cap_flags_ex: ATOMIC
  * WRITE, FLUSH global, FLUSH persistent (1 or 0 each). Both sides check:
@@ -25,6 +25,9 @@
  *    (IBV_WC_REM_INV_REQ_ERR), one past the MR's end, one with a wrong
  *    rkey and one to an MR without remote write (IBV_WC_REM_ACCESS_ERR);
  *    the server finds the bytes around those targets unchanged.
+ * -N leaves out step 5 (for a lossy link, where a lost NAK turns the
+ * expected error into a retry error); the server then expects no more
+ * connections after the last round.
  * FLUSH cannot be posted through rdma-core 44 (ibv_wr_flush() came with
  * rdma-core 45): only its reporting (1, 2) is checked.
  *
@@ -588,7 +591,8 @@ static void client_negative(struct client *c, enum kind k)
 	       ibv_wc_status_str(wc.status));
 }
 
-static int run_client(const char *addr, const char *port, unsigned int rounds)
+static int run_client(const char *addr, const char *port, unsigned int rounds,
+		      bool negatives)
 {
 	struct conn_req req = { .magic = MAGIC };
 	struct client c = { 0 };
@@ -636,6 +640,7 @@ static int run_client(const char *addr, const char *port, unsigned int rounds)
 		goto out;
 	}
 	for (r = 0; r < rounds; r++) {
+		req.last = !negatives && r == rounds - 1;
 		if (r) {
 			req.round = r;
 			client_connect(&c, addr, port, &req);
@@ -643,7 +648,7 @@ static int run_client(const char *addr, const char *port, unsigned int rounds)
 		client_data(&c, req.seed, r);
 		client_disconnect(&c);
 	}
-	for (k = K_MISALIGNED; k < K_COUNT; k++) {
+	for (k = K_MISALIGNED; negatives && k < K_COUNT; k++) {
 		req.kind = k;
 		req.last = k == K_COUNT - 1;
 		client_connect(&c, addr, port, &req);
@@ -662,10 +667,10 @@ int main(int argc, char **argv)
 {
 	const char *server = NULL, *bind_addr = NULL, *port = "18600";
 	unsigned int rounds = 3;
-	bool serve = false;
+	bool serve = false, negatives = true;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "sb:c:p:e:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "sb:c:p:e:r:N")) != -1) {
 		switch (opt) {
 		case 's':
 			serve = true;
@@ -687,6 +692,9 @@ int main(int argc, char **argv)
 		case 'r':
 			rounds = strtoul(optarg, NULL, 0);
 			break;
+		case 'N':
+			negatives = false;
+			break;
 		default:
 			die("usage: see the comment at the top");
 		}
@@ -700,7 +708,7 @@ int main(int argc, char **argv)
 	if (serve)
 		run_server(bind_addr, port);
 	else
-		run_client(server, port, rounds);
+		run_client(server, port, rounds, negatives);
 	rdma_destroy_event_channel(chan);
 	printf("%s: %u checks, %u failed: %s\n", serve ? "server" : "client",
 	       checks, failures, failures ? "FAIL" : "PASS");
