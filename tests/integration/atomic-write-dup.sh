@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=300 full-only
+# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=300
 # SPDX-License-Identifier: GPL-2.0
 #
 # Duplicate ATOMIC WRITEs must be answered, never executed again: the data
