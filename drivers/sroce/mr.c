@@ -202,6 +202,17 @@ static struct sroce_mr *sroce_mr_get_fast(struct sroce_dev *sdev,
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
 
+bool sroce_mr_fast_access_ok(int access)
+{
+	/* MW_BIND and relaxed ordering are accepted, and grant nothing here */
+	if (access & ~(SROCE_MR_FAST_ACCESS | IB_ACCESS_MW_BIND |
+		       IB_ACCESS_RELAXED_ORDERING))
+		return false;
+	/* remote write or atomic needs local write (as ib_check_mr_access) */
+	return !(access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) ||
+	       (access & IB_ACCESS_LOCAL_WRITE);
+}
+
 enum ib_wc_status sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 				    u32 key, int access)
 {

@@ -170,6 +170,14 @@ int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
 int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);
 
 /*
+ * May a REG_MR grant @access? Not flags no fast-registration MR can have,
+ * nor remote write or atomic without local write (the rule
+ * ib_check_mr_access() applies to other registrations): post_send refuses
+ * such a WR with -EINVAL instead of registering fewer rights.
+ */
+bool sroce_mr_fast_access_ok(int access);
+
+/*
  * Work requests on fast-registration MRs, run by the requester in order.
  * Return an IB_WC_* status: IB_WC_LOC_QP_OP_ERR for a key that names no
  * such MR in @pd, or a REG_MR of a valid one or with another index.

@@ -147,6 +147,8 @@ static int sroce_post_fill_wr(const struct ib_send_wr *wr,
 		/* the MR is found again by the key's index when it runs */
 		if (reg_wr(wr)->key >> 8 != to_smr(reg_wr(wr)->mr)->key >> 8)
 			return -EINVAL;
+		if (!sroce_mr_fast_access_ok(reg_wr(wr)->access))
+			return -EINVAL;
 		slot->wr.bind_mw.rkey = reg_wr(wr)->key;
 		slot->wr.bind_mw.access = reg_wr(wr)->access;
 		break;
