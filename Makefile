@@ -11,7 +11,7 @@ export SROCE_CACHE
 
 MODDIR := $(BUILD)/module-$(KERNEL)
 PROVDIR := $(BUILD)/userspace
-MODULE_SOURCES := Kbuild drivers include tests/kunit
+MODULE_SOURCES := Kbuild drivers include tests/kunit tests/kverbs
 
 # Kernel build dirs come from tools/sroce-kernel, which fetches (6.1, 6.12) or
 # builds (debug) the kernel first; `host` is the running kernel's headers.
