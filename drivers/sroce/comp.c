@@ -49,6 +49,8 @@ static u8 sroce_wc_opcode(u8 wr_opcode)
 		return IB_UVERBS_WC_FETCH_ADD;
 	case IB_WR_LOCAL_INV:
 		return IB_UVERBS_WC_LOCAL_INV;
+	case IB_WR_BIND_MW:
+		return IB_UVERBS_WC_BIND_MW;
 	case IB_WR_REG_MR:
 		return IB_WC_REG_MR;	/* kernel QPs only */
 	case SROCE_WR_ATOMIC_WRITE:

@@ -30,7 +30,7 @@
 #define SROCE_MR_ACCESS_SUPPORTED \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-	 IB_ACCESS_RELAXED_ORDERING | \
+	 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING | \
 	 (SROCE_HAVE_FLUSH_ACCESS ? SROCE_ACCESS_FLUSH_GLOBAL : 0))
 
 void sroce_mr_table_init(struct sroce_dev *sdev)
@@ -45,23 +45,32 @@ void sroce_mr_table_fini(struct sroce_dev *sdev)
 }
 
 /*
- * Give @mr a key: a random free index (a sequential fallback only when the
- * table is nearly full) and a random key byte.
+ * A random free index for @entry (an MR or a tagged window); a sequential
+ * fallback only when the table is nearly full.
  */
-static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
+int sroce_key_insert(struct sroce_dev *sdev, void *entry, u32 *index)
 {
-	u32 index;
 	int i, err;
 
 	for (i = 0; i < SROCE_MR_RANDOM_TRIES; i++) {
-		index = get_random_u32_below(SROCE_MR_INDEX_MAX) + 1;
-		err = xa_insert(&sdev->mr_xa, index, mr, GFP_KERNEL);
+		*index = get_random_u32_below(SROCE_MR_INDEX_MAX) + 1;
+		err = xa_insert(&sdev->mr_xa, *index, entry, GFP_KERNEL);
 		if (err != -EBUSY)
 			break;
 	}
 	if (err == -EBUSY)
-		err = xa_alloc(&sdev->mr_xa, &index, mr,
+		err = xa_alloc(&sdev->mr_xa, index, entry,
 			       XA_LIMIT(1, SROCE_MR_INDEX_MAX), GFP_KERNEL);
+	return err;
+}
+
+/* Give @mr a key: a random free index and a random key byte. */
+static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	u32 index;
+	int err;
+
+	err = sroce_key_insert(sdev, mr, &index);
 	if (err)
 		return err;
 	mr->key = index << 8 | get_random_u8();
@@ -185,7 +194,7 @@ static struct sroce_mr *sroce_mr_get_fast(struct sroce_dev *sdev,
 	struct sroce_mr *mr;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, key >> 8);
+	mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
 	if (mr && !refcount_inc_not_zero(&mr->ref))
 		mr = NULL;
 	rcu_read_unlock();
@@ -345,6 +354,16 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibmr->device);
 	struct sroce_mr *mr = to_smr(ibmr);
+	unsigned long flags;
+
+	/* IBTA: an MR with bound windows cannot be deregistered */
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->num_mw) {
+		spin_unlock_irqrestore(&mr->lock, flags);
+		return -EBUSY;
+	}
+	mr->dereg = true;
+	spin_unlock_irqrestore(&mr->lock, flags);
 
 	xa_erase(&sdev->mr_xa, mr->key >> 8);
 	/* Copies in flight hold references; they are short. */
@@ -375,7 +394,7 @@ static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev,
 	struct sroce_mr *mr;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, key >> 8);
+	mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
 	if (mr && !refcount_inc_not_zero(&mr->ref))
 		mr = NULL;
 	rcu_read_unlock();

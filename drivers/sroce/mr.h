@@ -25,6 +25,7 @@
 #include <linux/completion.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
 
@@ -65,7 +66,15 @@ struct sroce_mr {
 	 */
 	u32 key;
 	u8 state;		/* enum sroce_mr_state */
-	spinlock_t lock;
+	/*
+	 * Memory windows (mw.c), under lock: num_mw windows are bound to
+	 * the MR (each points at it without a reference); dereg fails while
+	 * there are any, and once it passed that check, dereg is set and
+	 * binds refuse the MR.
+	 */
+	u32 num_mw;
+	bool dereg;
+	spinlock_t lock;	/* the fields above */
 
 	/* SROCE_MR_FAST: kernel addresses of page_size pages */
 	u64 *fast_pages;
@@ -90,6 +99,93 @@ static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
 {
 	return container_of(ibmr, struct sroce_mr, ibmr);
 }
+
+/*
+ * The key table (sdev->mr_xa) is shared by MRs and memory windows, so an
+ * rkey names one or the other: a window's entry is its pointer tagged with
+ * SROCE_KEY_MW (xa_tag_pointer()). Lookups of MRs ignore windows' entries
+ * and the other way round.
+ */
+#define SROCE_KEY_MW	1
+
+static inline struct sroce_mr *sroce_key_mr(void *entry)
+{
+	return xa_pointer_tag(entry) ? NULL : entry;
+}
+
+/* Insert @entry at a random free index of the key table. */
+int sroce_key_insert(struct sroce_dev *sdev, void *entry, u32 *index);
+
+enum sroce_mw_state {
+	SROCE_MW_FREE,		/* type 2: not bound, no access */
+	SROCE_MW_VALID,		/* type 1 always; type 2 once bound */
+};
+
+/*
+ * A memory window (IBTA 10.6.7). The core allocates and frees it
+ * (INIT_RDMA_OBJ_SIZE), so ibmw comes first. Type 1 windows are always
+ * valid and bound to [addr, addr + length) of mr, or to nothing (length
+ * 0, mr NULL); ibv_bind_mw rebinds them at any time. Type 2 (2B) windows
+ * are free until an IB_WR_BIND_MW binds them, associated with the QP that
+ * ran it, and free again after a LOCAL_INV or a SEND with Invalidate.
+ */
+struct sroce_mw {
+	struct ib_mw ibmw;
+	/*
+	 * Everything below up to lock changes under lock: a bind, an
+	 * invalidation, dealloc or the destruction of the type 2 window's
+	 * QP. Remote accesses read it under lock too and take their MR
+	 * reference there; mr is valid while set (mr->num_mw counts it).
+	 */
+	u32 key;		/* current rkey: index << 8 | key byte */
+	u8 state;		/* enum sroce_mw_state */
+	int access;		/* IB_ACCESS_REMOTE_* granted by the bind */
+	u64 addr;
+	u64 length;
+	struct sroce_mr *mr;
+	struct ib_qp *qp;	/* type 2: the QP it is bound through */
+	spinlock_t lock;	/* the fields above */
+
+	/*
+	 * Lifetime: the key table holds the initial reference; a lookup
+	 * under RCU takes one with refcount_inc_not_zero(). dealloc removes
+	 * the key, waits for an RCU grace period (the core frees the
+	 * struct right after dealloc) and for the other references.
+	 */
+	refcount_t ref;
+	struct completion released;
+};
+
+static inline struct sroce_mw *to_smw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct sroce_mw, ibmw);
+}
+
+/*
+ * An rkey of a remote access through @qp: an MR of the QP's PD, or a
+ * valid window of the PD (for type 2, bound through @qp) whose range
+ * contains [addr, addr + len) and whose access includes @access. Returns
+ * the MR to access with a reference, or NULL. Any context.
+ */
+struct sroce_mr *sroce_rkey_get(struct sroce_dev *sdev, struct ib_qp *qp,
+				u32 rkey, u64 addr, u64 len, int access);
+
+/* An IB_WR_BIND_MW (type 2) or ibv_bind_mw() (type 1) WQE of @qp. */
+enum ib_wc_status sroce_mw_bind(struct sroce_dev *sdev, struct ib_qp *qp,
+				u32 mw_rkey, u32 new_rkey, u32 mr_lkey,
+				u64 addr, u64 length, int access);
+/*
+ * IB_WR_LOCAL_INV of a fast-registration MR or a type 2 window, and a
+ * peer's SEND with Invalidate received by @qp (0 or -EINVAL).
+ */
+enum ib_wc_status sroce_key_local_inv(struct sroce_dev *sdev,
+				      struct ib_qp *qp, u32 key);
+int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_qp *qp, u32 key);
+/* @qp is being destroyed: free the type 2 windows bound through it. */
+void sroce_mw_qp_destroyed(struct sroce_dev *sdev, struct ib_qp *qp);
+
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int sroce_dealloc_mw(struct ib_mw *ibmw);
 
 /*
  * Look a key up for an access of @len bytes at @addr. The MR must belong

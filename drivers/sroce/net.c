@@ -423,6 +423,9 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_MR_REMOTE_INVS] = { .name = "mr_remote_invs" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_MCAST_PACKETS] = { .name = "rx_mcast_packets" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_MCAST_DELIVERIES] = { .name = "rx_mcast_deliveries" },
+	[SROCE_CNT_RX_STATS + SROCE_MW_BINDS] = { .name = "mw_binds" },
+	[SROCE_CNT_RX_STATS + SROCE_MW_LOCAL_INVS] = { .name = "mw_local_invs" },
+	[SROCE_CNT_RX_STATS + SROCE_MW_REMOTE_INVS] = { .name = "mw_remote_invs" },
 };
 
 static struct rdma_hw_stats *

@@ -315,6 +315,7 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	sroce_comp_timers_stop(qp, true);
 	cancel_work_sync(&qp->req.work);
+	sroce_mw_qp_destroyed(sdev, ibqp);
 	sroce_req_cleanup(qp);
 	sroce_resp_cleanup(qp);
 	sroce_av_cache_destroy(&qp->av);
@@ -837,6 +838,8 @@ const struct ib_device_ops sroce_transport_ops = {
 	.get_dma_mr = sroce_get_dma_mr,
 	.reg_user_mr = sroce_reg_user_mr,
 	.dereg_mr = sroce_dereg_mr,
+	.alloc_mw = sroce_alloc_mw,
+	.dealloc_mw = sroce_dealloc_mw,
 	.alloc_mr = sroce_alloc_mr,
 	.map_mr_sg = sroce_map_mr_sg,
 
@@ -858,4 +861,5 @@ const struct ib_device_ops sroce_transport_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, sroce_mw, ibmw),
 };

@@ -57,11 +57,18 @@ struct sroce_swqe {
 	u64 remote_addr;
 	u64 compare_add;
 	u64 swap;
-	/* UD */
-	u32 ah_num;
-	u32 remote_qpn;
-	u32 remote_qkey;
-	u32 access;		/* REG_MR: IB_ACCESS_* of the registration */
+	union {
+		struct {	/* UD */
+			u32 ah_num;
+			u32 remote_qpn;
+			u32 remote_qkey;
+		};
+		struct {	/* BIND_MW; remote_addr, compare_add: range */
+			u32 mw_rkey;
+			u32 mr_lkey;
+		};
+	};
+	u32 access;		/* REG_MR, BIND_MW: IB_ACCESS_* granted */
 	/* PSNs of the first and last request packet, set when started */
 	u32 first_psn;
 	u32 last_psn;
@@ -71,7 +78,7 @@ struct sroce_swqe {
 
 #define SROCE_SWQE_F_INLINE	BIT(0)
 #define SROCE_SWQE_F_RD_ATOMIC	BIT(1)	/* READ or atomic: has responses */
-#define SROCE_SWQE_F_LOCAL	BIT(2)	/* REG_MR, LOCAL_INV: no packets */
+#define SROCE_SWQE_F_LOCAL	BIT(2)	/* REG_MR, BIND_MW, LOCAL_INV: no packets */
 
 enum sroce_swqe_state {
 	SROCE_SWQE_QUEUED,	/* validated, not started */

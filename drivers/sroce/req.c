@@ -73,7 +73,8 @@ static u32 sroce_ud_mtu(const struct sroce_qp *qp)
 /* Work requests that run locally: no packet, no PSN. */
 static bool sroce_opcode_local(u32 opcode)
 {
-	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV;
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
+	       opcode == IB_WR_BIND_MW;
 }
 
 static int sroce_post_fill_inline(struct sroce_qp *qp,
@@ -275,6 +276,9 @@ static bool sroce_opcode_ok(const struct sroce_qp *qp, u32 opcode)
 		return sroce_qp_is_rc(qp) && qp->is_user;
 	case IB_WR_LOCAL_INV:
 		return !sroce_qp_is_ud(qp);
+	case IB_WR_BIND_MW:
+		/* kernel consumers have no memory windows */
+		return qp->is_user && !sroce_qp_is_ud(qp);
 	case IB_WR_REG_MR:
 		/* the slot names a kernel MR: never from a user ring */
 		return !qp->is_user && !sroce_qp_is_ud(qp);
@@ -392,6 +396,12 @@ static enum ib_wc_status sroce_swqe_init(struct sroce_qp *qp,
 		wqe->flags |= SROCE_SWQE_F_LOCAL;
 		wqe->rkey = hdr->wr.bind_mw.rkey;
 		wqe->access = hdr->wr.bind_mw.access;
+		if (hdr->opcode == IB_WR_BIND_MW) {
+			wqe->remote_addr = hdr->wr.bind_mw.addr;
+			wqe->compare_add = hdr->wr.bind_mw.length;
+			wqe->mw_rkey = hdr->wr.bind_mw.mw_rkey;
+			wqe->mr_lkey = hdr->wr.bind_mw.mr_lkey;
+		}
 		return IB_WC_SUCCESS;
 	}
 	if (hdr->opcode == SROCE_WR_ATOMIC_WRITE || hdr->opcode == SROCE_WR_FLUSH)
@@ -747,7 +757,7 @@ static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
- * A local WQE at req.cur (REG_MR, LOCAL_INV) runs when the WQEs before it
+ * A local WQE at req.cur (REG_MR, BIND_MW, LOCAL_INV) runs when the WQEs before it
  * have been sent, so a later SEND advertising the key leaves after it took
  * effect; it completes in order behind them. Going back for a resend
  * passes over it without running it again.
@@ -764,9 +774,16 @@ static enum sroce_req_verdict sroce_req_local(struct sroce_qp *qp,
 		if (wqe->opcode == IB_WR_REG_MR)
 			wqe->status = sroce_mr_fast_reg(qp->sdev, pd, wqe->rkey,
 							wqe->access);
+		else if (wqe->opcode == IB_WR_BIND_MW)
+			wqe->status = sroce_mw_bind(qp->sdev, &qp->ibqp,
+						    wqe->mw_rkey, wqe->rkey,
+						    wqe->mr_lkey,
+						    wqe->remote_addr,
+						    wqe->compare_add,
+						    wqe->access);
 		else
-			wqe->status = sroce_mr_local_inv(qp->sdev, pd,
-							 wqe->ex.invalidate_rkey);
+			wqe->status = sroce_key_local_inv(qp->sdev, &qp->ibqp,
+							  wqe->ex.invalidate_rkey);
 		wqe->state = SROCE_SWQE_DONE;
 	}
 	qp->req.cur++;

@@ -222,11 +222,12 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 	}
 	/*
 	 * SEND with Invalidate: the rkey must name a valid fast-registration
-	 * MR of the QP's PD (IBTA 10.6.7.2), else invalid request.
+	 * MR of the QP's PD or a type 2 window bound through this QP (IBTA
+	 * 10.6.7.2), else invalid request.
 	 */
 	if ((pkt->flags & SROCE_OPF_IETH) &&
-	    sroce_mr_remote_inv(qp->sdev, qp->ibqp.pd,
-				sroce_ieth_rkey(sroce_pkt_ieth(skb))))
+	    sroce_key_remote_inv(qp->sdev, &qp->ibqp,
+				 sroce_ieth_rkey(sroce_pkt_ieth(skb))))
 		return RESP_ERR_INV_REQ;
 
 	rs->msg = SROCE_RESP_MSG_NONE;
@@ -243,7 +244,7 @@ static bool resp_rkey_ok(struct sroce_qp *qp, u32 rkey, u64 va, u32 len,
 {
 	struct sroce_mr *mr;
 
-	mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, rkey, va, len, access);
+	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, rkey, va, len, access);
 	if (mr)
 		sroce_mr_put(mr);
 	return mr;
@@ -304,8 +305,8 @@ static enum resp_status resp_write(struct sroce_qp *qp, struct sk_buff *skb)
 		return RESP_ERR_INV_REQ;
 	}
 	if (len) {
-		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, rs->write_rkey,
-				  rs->write_va, len, IB_ACCESS_REMOTE_WRITE);
+		mr = sroce_rkey_get(qp->sdev, &qp->ibqp, rs->write_rkey,
+				    rs->write_va, len, IB_ACCESS_REMOTE_WRITE);
 		if (!mr)
 			return RESP_ERR_ACCESS;
 		err = sroce_mr_write_skb(mr, rs->write_va, skb,
@@ -426,8 +427,8 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 	if (!rs->num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC) ||
 	    pkt->payload_len)
 		return RESP_ERR_INV_REQ;
-	mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_atmeth_rkey(a), va,
-			  sizeof(u64), IB_ACCESS_REMOTE_ATOMIC);
+	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, sroce_atmeth_rkey(a), va,
+			    sizeof(u64), IB_ACCESS_REMOTE_ATOMIC);
 	if (!mr)
 		return RESP_ERR_ACCESS;
 	if (!resp_atomic_aligned(mr, va)) {
@@ -498,8 +499,8 @@ static enum resp_status resp_atomic_write(struct sroce_qp *qp,
 	    sroce_reth_len(reth) != sizeof(value) ||
 	    pkt->payload_len != sizeof(value))
 		return RESP_ERR_INV_REQ;
-	mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, sroce_reth_rkey(reth), va,
-			  sizeof(value), IB_ACCESS_REMOTE_WRITE);
+	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, sroce_reth_rkey(reth), va,
+			    sizeof(value), IB_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		return RESP_ERR_ACCESS;
 	if (!resp_atomic_aligned(mr, va)) {
@@ -954,8 +955,8 @@ static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
 	int err;
 
 	if (r->len) {
-		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, r->rkey, r->va, r->len,
-				  IB_ACCESS_REMOTE_READ);
+		mr = sroce_rkey_get(qp->sdev, &qp->ibqp, r->rkey, r->va,
+				    r->len, IB_ACCESS_REMOTE_READ);
 		if (!mr)
 			return RESP_TX_ABANDON;
 	}

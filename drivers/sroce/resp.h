@@ -144,6 +144,9 @@ enum sroce_rx_stat {
 	SROCE_MR_REMOTE_INVS,	/* MRs invalidated by a SEND with Invalidate */
 	SROCE_RX_MCAST_PACKETS,	/* packets to a group with QPs attached here */
 	SROCE_RX_MCAST_DELIVERIES, /* their copies handed to attached QPs */
+	SROCE_MW_BINDS,		/* memory window binds that succeeded */
+	SROCE_MW_LOCAL_INVS,	/* IB_WR_LOCAL_INV that invalidated a window */
+	SROCE_MW_REMOTE_INVS,	/* windows invalidated by a SEND with Invalidate */
 	SROCE_RX_STATS_NUM
 };
 

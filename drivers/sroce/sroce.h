@@ -38,6 +38,7 @@
 #define SROCE_MAX_CQ		(64 * 1024)
 #define SROCE_MAX_CQE		(64 * 1024 - 1)
 #define SROCE_MAX_MR		(256 * 1024)
+#define SROCE_MAX_MW		(256 * 1024)
 #define SROCE_MAX_PD		(64 * 1024)
 #define SROCE_MAX_AH		(64 * 1024)
 #define SROCE_MAX_SRQ		(16 * 1024)

@@ -63,13 +63,16 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.max_qp = SROCE_MAX_QP,
 		.max_qp_wr = SROCE_MAX_QP_WR,
 		/*
-		 * REG_MR, LOCAL_INV and SEND with Invalidate (mr.c); ATOMIC
-		 * WRITE; FLUSH to global visibility where MRs can grant it,
-		 * never to persistence (compat.h, resp.c)
+		 * REG_MR, LOCAL_INV and SEND with Invalidate (mr.c); memory
+		 * windows of type 1 and 2B (mw.c); ATOMIC WRITE; FLUSH to
+		 * global visibility where MRs can grant it, never to
+		 * persistence (compat.h, resp.c)
 		 */
 		.device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 				    IB_DEVICE_PORT_ACTIVE_EVENT |
 				    IB_DEVICE_MEM_MGT_EXTENSIONS |
+				    IB_DEVICE_MEM_WINDOW |
+				    IB_DEVICE_MEM_WINDOW_TYPE_2B |
 				    SROCE_DEVICE_ATOMIC_WRITE |
 				    (SROCE_HAVE_FLUSH_ACCESS ?
 				     SROCE_DEVICE_FLUSH_GLOBAL : 0),
@@ -81,6 +84,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.max_cq = SROCE_MAX_CQ,
 		.max_cqe = SROCE_MAX_CQE,
 		.max_mr = SROCE_MAX_MR,
+		.max_mw = SROCE_MAX_MW,
 		.max_pd = SROCE_MAX_PD,
 		.max_qp_rd_atom = SROCE_MAX_RD_ATOMIC,
 		.max_qp_init_rd_atom = SROCE_MAX_RD_ATOMIC,
