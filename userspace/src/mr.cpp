@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Memory regions, address handles and multicast attach/detach: plain uverbs
-// commands; the kernel pins memory, resolves addresses and keeps the groups.
+// Memory regions, memory windows, address handles and multicast
+// attach/detach: plain uverbs commands; the kernel pins memory, keeps the
+// keys, resolves addresses and keeps the groups. Windows are bound through
+// the send queue (qp.cpp, wqe.cpp).
 #include "provider.h"
 
 #include <new>
@@ -32,6 +34,31 @@ int dereg_mr(verbs_mr* vmr) noexcept {
     if (err != 0)
         return err;
     delete to_mr(vmr);
+    return 0;
+}
+
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept {
+    auto* mw = new (std::nothrow) Mw{};
+    if (mw == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_alloc_mw cmd{};
+    ib_uverbs_alloc_mw_resp resp{};
+    const int err = ibv_cmd_alloc_mw(pd, type, &mw->mw, &cmd, sizeof(cmd), &resp, sizeof(resp));
+    if (err != 0) {
+        delete mw;
+        set_errno(err);
+        return nullptr;
+    }
+    return &mw->mw;
+}
+
+int dealloc_mw(ibv_mw* mw) noexcept {
+    const int err = ibv_cmd_dealloc_mw(mw);
+    if (err != 0)
+        return err;
+    delete to_mw(mw);
     return 0;
 }
 

@@ -52,6 +52,10 @@ struct Mr {
     verbs_mr vmr;
 };
 
+struct Mw {
+    ibv_mw mw{};
+};
+
 struct Ah {
     ibv_ah ah{};
     std::uint32_t ah_num = 0; // the kernel's handle, put in UD send WQEs
@@ -113,9 +117,9 @@ struct Srq {
     RecvQueue rq;
 };
 
-static_assert(std::is_standard_layout_v<Mr> && std::is_standard_layout_v<Ah> &&
-              std::is_standard_layout_v<Cq> && std::is_standard_layout_v<Qp> &&
-              std::is_standard_layout_v<Srq>);
+static_assert(std::is_standard_layout_v<Mr> && std::is_standard_layout_v<Mw> &&
+              std::is_standard_layout_v<Ah> && std::is_standard_layout_v<Cq> &&
+              std::is_standard_layout_v<Qp> && std::is_standard_layout_v<Srq>);
 
 inline Context* to_context(ibv_context* ctx) noexcept {
     // ibv_context is the last member of verbs_context (public verbs.h), and
@@ -129,6 +133,9 @@ inline Pd* to_pd(ibv_pd* pd) noexcept {
 }
 inline Mr* to_mr(verbs_mr* mr) noexcept {
     return reinterpret_cast<Mr*>(mr);
+}
+inline Mw* to_mw(ibv_mw* mw) noexcept {
+    return reinterpret_cast<Mw*>(mw);
 }
 inline Ah* to_ah(ibv_ah* ah) noexcept {
     return reinterpret_cast<Ah*>(ah);
@@ -166,6 +173,8 @@ int dealloc_pd(ibv_pd* pd) noexcept;
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
                int access) noexcept;
 int dereg_mr(verbs_mr* mr) noexcept;
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept;
+int dealloc_mw(ibv_mw* mw) noexcept;
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept;
 int destroy_ah(ibv_ah* ah) noexcept;
 // UD multicast: the kernel keeps the groups (generic uverbs commands).
@@ -190,6 +199,8 @@ int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* ini
 int destroy_qp(ibv_qp* qp) noexcept;
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+// Binds a type 1 window: a bind WQE through the send queue, like a send WR.
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) noexcept;
 
 // Fills qp.doorbell for the QP's handle (create does this; tests too).
 void init_doorbell(Qp& qp) noexcept;

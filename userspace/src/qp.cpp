@@ -251,6 +251,33 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     return err;
 }
 
+int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* mw_bind) noexcept {
+    Qp* qp = to_qp(ibqp);
+    SendQueue& sq = qp->sq;
+    if (mw->type != IBV_MW_TYPE_1 || !sq.ring.valid() ||
+        !opcode_supported(sq.limits.qp_type, IBV_WR_BIND_MW) ||
+        !can_post_send(qp->state.load(std::memory_order_acquire)))
+        return EINVAL;
+    // A new key byte for every bind, so a stale rkey stops working.
+    const std::uint32_t rkey = ibv_inc_rkey(mw->rkey);
+    {
+        const std::lock_guard guard{sq.lock};
+        if (sq.ring.free_slots() == 0)
+            return ENOMEM;
+        const int err = encode_bind_mw_wqe(mw_bind->wr_id, mw_bind->send_flags, *mw, rkey,
+                                           mw_bind->bind_info, sq.ring.next_slot());
+        if (err != 0)
+            return err;
+        sq.ring.advance();
+        sq.ring.publish();
+    }
+    const int err = ring_doorbell(*qp);
+    if (err != 0)
+        return err;
+    mw->rkey = rkey;
+    return 0;
+}
+
 int post_to_recv_queue(RecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     int err = 0;
     std::uint32_t posted = 0;

@@ -23,13 +23,14 @@ constexpr std::uint64_t kRcSendOps =
         IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
         IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
         IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-        IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE;
+        IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_BIND_MW |
+        IBV_QP_EX_WITH_LOCAL_INV;
 // IBV_QP_EX_WITH_FLUSH and ibv_wr_flush() arrived in rdma-core 45; this
 // provider is built for rdma-core 44's private ABI, whose ibv_qp_ex has no
 // wr_flush slot, so FLUSH cannot be offered to applications here.
-constexpr std::uint64_t kUcSendOps = IBV_QP_EX_WITH_RDMA_WRITE |
-                                     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-                                     IBV_QP_EX_WITH_SEND_WITH_IMM;
+constexpr std::uint64_t kUcSendOps =
+        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+        IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 constexpr std::uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 // Inline data lists are gathered through an SGE array of this many entries.
@@ -201,6 +202,29 @@ void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_ad
     ++b.count;
 }
 
+// Binds and local invalidations carry no data: the opcode call is the
+// whole WR.
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, std::uint32_t rkey,
+                const ibv_mw_bind_info* info) noexcept {
+    if (ibv_send_wr* wr = begin(qpx, IBV_WR_BIND_MW)) {
+        if (info == nullptr) {
+            fail(qp_of(qpx).batch, EINVAL);
+            return;
+        }
+        wr->bind_mw.mw = mw;
+        wr->bind_mw.rkey = rkey;
+        wr->bind_mw.bind_info = *info;
+        finish(qpx, nullptr, 0, false);
+    }
+}
+
+void wr_local_inv(ibv_qp_ex* qpx, std::uint32_t invalidate_rkey) noexcept {
+    if (ibv_send_wr* wr = begin(qpx, IBV_WR_LOCAL_INV)) {
+        wr->invalidate_rkey = invalidate_rkey;
+        finish(qpx, nullptr, 0, false);
+    }
+}
+
 void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, std::uint32_t remote_qpn,
                     std::uint32_t remote_qkey) noexcept {
     WrBatch& b = qp_of(qpx).batch;
@@ -294,6 +318,8 @@ bool setup_qp_ex(Qp& qp, std::uint64_t send_ops_flags) noexcept {
     qpx.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     qpx.wr_atomic_fetch_add = wr_atomic_fetch_add;
     qpx.wr_atomic_write = wr_atomic_write;
+    qpx.wr_bind_mw = wr_bind_mw;
+    qpx.wr_local_inv = wr_local_inv;
     qpx.wr_set_ud_addr = wr_set_ud_addr;
     qpx.wr_set_sge = wr_set_sge;
     qpx.wr_set_sge_list = wr_set_sge_list;

@@ -153,7 +153,7 @@ struct verbs_mr {
 struct verbs_context_ops {
     UnusedOp advise_mr;
     UnusedOp alloc_dm;
-    UnusedOp alloc_mw;
+    ibv_mw* (*alloc_mw)(ibv_pd* pd, ibv_mw_type type);
     UnusedOp alloc_null_mr;
     UnusedOp alloc_parent_domain;
     ibv_pd* (*alloc_pd)(ibv_context* context);
@@ -161,7 +161,7 @@ struct verbs_context_ops {
     void (*async_event)(ibv_context* context, ibv_async_event* event);
     UnusedOp attach_counters_point_flow;
     int (*attach_mcast)(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
-    UnusedOp bind_mw;
+    int (*bind_mw)(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
     UnusedOp close_xrcd;
     void (*cq_event)(ibv_cq* cq);
     ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
@@ -176,7 +176,7 @@ struct verbs_context_ops {
     ibv_srq* (*create_srq)(ibv_pd* pd, ibv_srq_init_attr* attr);
     ibv_srq* (*create_srq_ex)(ibv_context* context, ibv_srq_init_attr_ex* attr);
     UnusedOp create_wq;
-    UnusedOp dealloc_mw;
+    int (*dealloc_mw)(ibv_mw* mw);
     int (*dealloc_pd)(ibv_pd* pd);
     UnusedOp dealloc_td;
     int (*dereg_mr)(verbs_mr* mr);
@@ -256,6 +256,7 @@ using verbs_cmd_get_context = verbs_write_cmd<ib_uverbs_get_context>;
 using verbs_cmd_query_port = verbs_write_cmd<ib_uverbs_query_port>;
 using verbs_cmd_alloc_pd = verbs_write_cmd<ib_uverbs_alloc_pd>;
 using verbs_cmd_reg_mr = verbs_write_cmd<ib_uverbs_reg_mr>;
+using verbs_cmd_alloc_mw = verbs_write_cmd<ib_uverbs_alloc_mw>;
 using verbs_cmd_create_cq = verbs_write_cmd<ib_uverbs_create_cq>;
 using verbs_cmd_resize_cq = verbs_write_cmd<ib_uverbs_resize_cq>;
 using verbs_cmd_create_qp = verbs_write_cmd<ib_uverbs_create_qp>;
@@ -296,6 +297,9 @@ int ibv_cmd_reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca
                    verbs_mr* mr, verbs_cmd_reg_mr* cmd, std::size_t cmd_size,
                    ib_uverbs_reg_mr_resp* resp, std::size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr* mr);
+int ibv_cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, verbs_cmd_alloc_mw* cmd,
+                     std::size_t cmd_size, ib_uverbs_alloc_mw_resp* resp, std::size_t resp_size);
+int ibv_cmd_dealloc_mw(ibv_mw* mw);
 
 int ibv_cmd_create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector,
                       ibv_cq* cq, verbs_cmd_create_cq* cmd, std::size_t cmd_size,
@@ -389,8 +393,11 @@ static_assert(sizeof(verbs_mr) == sizeof(ibv_mr) + 8);
 
 // 76 operations, all pointer-sized, no padding.
 static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, alloc_mw) == 2 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, alloc_pd) == 5 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, bind_mw) == 10 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, create_cq) == 15 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, dealloc_mw) == 25 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, dealloc_pd) == 26 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, free_context) == 39 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, poll_cq) == 53 * sizeof(void*));
@@ -403,6 +410,7 @@ static_assert(sizeof(verbs_cmd_get_context) == 16);
 static_assert(sizeof(verbs_cmd_query_port) == 24);
 static_assert(sizeof(verbs_cmd_alloc_pd) == 16);
 static_assert(sizeof(verbs_cmd_reg_mr) == 48);
+static_assert(sizeof(verbs_cmd_alloc_mw) == 24);
 static_assert(sizeof(verbs_cmd_create_cq) == 40);
 static_assert(sizeof(verbs_cmd_resize_cq) == 24);
 static_assert(sizeof(verbs_cmd_create_qp) == 64);

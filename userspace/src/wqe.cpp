@@ -57,15 +57,45 @@ bool opcode_supported(ibv_qp_type qp_type, ibv_wr_opcode opcode) noexcept {
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
     case IBV_WR_SEND_WITH_INV:
         return qp_type == IBV_QPT_RC;
+    case IBV_WR_LOCAL_INV:
+    case IBV_WR_BIND_MW:
+        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
     default:
         return false;
     }
+}
+
+int encode_bind_mw_wqe(std::uint64_t wr_id, unsigned int send_flags, const ibv_mw& mw,
+                       std::uint32_t new_rkey, const ibv_mw_bind_info& info,
+                       std::byte* slot) noexcept {
+    if (info.mr == nullptr && info.length != 0)
+        return EINVAL;
+    sroce_send_wqe hdr{};
+    hdr.wr_id = wr_id;
+    hdr.opcode = IBV_WR_BIND_MW;
+    hdr.send_flags = send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED);
+    hdr.wr.bind_mw.addr = info.addr;
+    hdr.wr.bind_mw.length = info.length;
+    hdr.wr.bind_mw.mr_lkey = info.mr != nullptr ? info.mr->lkey : 0;
+    hdr.wr.bind_mw.mw_rkey = mw.rkey;
+    hdr.wr.bind_mw.rkey = new_rkey;
+    hdr.wr.bind_mw.access = static_cast<std::uint32_t>(info.mw_access_flags);
+    std::memcpy(slot, &hdr, sizeof(hdr));
+    return 0;
 }
 
 int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::uint32_t ah_num,
                     std::byte* slot) noexcept {
     if (!opcode_supported(limits.qp_type, wr.opcode) || wr.num_sge < 0)
         return EINVAL;
+    if (wr.opcode == IBV_WR_BIND_MW) {
+        // Type 1 windows are bound with ibv_bind_mw only.
+        const ibv_mw* mw = wr.bind_mw.mw;
+        if (mw == nullptr || mw->type != IBV_MW_TYPE_2)
+            return EINVAL;
+        return encode_bind_mw_wqe(wr.wr_id, wr.send_flags, *mw, wr.bind_mw.rkey,
+                                  wr.bind_mw.bind_info, slot);
+    }
     if (wr.num_sge > 0 && wr.sg_list == nullptr)
         return EINVAL;
     if (limits.qp_type == IBV_QPT_UD && wr.wr.ud.ah == nullptr)
@@ -81,10 +111,16 @@ int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::u
     hdr.wr_id = wr.wr_id;
     hdr.opcode = static_cast<std::uint32_t>(wr.opcode);
     hdr.send_flags = flags;
-    if (wr.opcode == IBV_WR_SEND_WITH_INV) {
+    if (wr.opcode == IBV_WR_SEND_WITH_INV || wr.opcode == IBV_WR_LOCAL_INV) {
         hdr.ex.invalidate_rkey = wr.invalidate_rkey;
     } else {
         hdr.ex.imm_data = wr.imm_data;
+    }
+    if (wr.opcode == IBV_WR_LOCAL_INV) {
+        // no data: whatever SGEs came along are ignored
+        hdr.send_flags &= IBV_SEND_FENCE | IBV_SEND_SIGNALED;
+        std::memcpy(slot, &hdr, sizeof(hdr));
+        return 0;
     }
 
     switch (wr.opcode) {

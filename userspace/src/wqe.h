@@ -56,7 +56,7 @@ constexpr std::uint32_t recv_slot_sge_capacity(std::uint32_t stride) noexcept {
 }
 
 // Whether a QP of this type can carry this opcode (what the kernel
-// executes: no memory windows or local invalidate yet).
+// executes).
 bool opcode_supported(ibv_qp_type qp_type, ibv_wr_opcode opcode) noexcept;
 
 // Writes one send WQE into `slot` (limits.stride bytes). ah_num is the
@@ -72,6 +72,13 @@ int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::u
 int encode_atomic_write_wqe(std::uint64_t wr_id, unsigned int send_flags, std::uint32_t rkey,
                             std::uint64_t remote_addr, const void* value,
                             const SendQueueLimits& limits, std::byte* slot) noexcept;
+
+// Writes a memory window bind WQE (opcode IBV_WR_BIND_MW) giving `mw` the
+// key `new_rkey`: ibv_bind_mw for type 1 windows, IBV_WR_BIND_MW WRs for
+// type 2. 0, or EINVAL for a range without an MR.
+int encode_bind_mw_wqe(std::uint64_t wr_id, unsigned int send_flags, const ibv_mw& mw,
+                       std::uint32_t new_rkey, const ibv_mw_bind_info& info,
+                       std::byte* slot) noexcept;
 
 // Writes one receive WQE; 0 or EINVAL (too many SGEs).
 int encode_recv_wqe(const ibv_recv_wr& wr, const RecvQueueLimits& limits, std::byte* slot) noexcept;

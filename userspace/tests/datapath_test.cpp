@@ -413,6 +413,62 @@ TEST_F(FakeQpEx, InlineDataListIsGatheredAtTheCall) {
     EXPECT_EQ(std::memcmp(qp_->sq.ring.slot_at(0) + SROCE_SEND_WQE_HDR_SIZE, expect.data(), 8), 0);
 }
 
+TEST_F(FakeQpEx, BindAndLocalInvalidateNeedNoDataCall) {
+    ibv_mr mr{};
+    mr.lkey = 0x4242;
+    ibv_mw mw{};
+    mw.rkey = 0x777700;
+    mw.type = IBV_MW_TYPE_2;
+    const ibv_mw_bind_info info{
+            .mr = &mr, .addr = 0x1000, .length = 0x800, .mw_access_flags = IBV_ACCESS_REMOTE_READ};
+    ibv_wr_start(qpx_);
+    qpx_->wr_id = 5;
+    qpx_->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_bind_mw(qpx_, &mw, 0x777701, &info);
+    qpx_->wr_id = 6;
+    ibv_wr_local_inv(qpx_, 0x777701);
+    ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 2U);
+    auto w = sq_slot(0);
+    EXPECT_EQ(w.wr_id, 5U);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_BIND_MW));
+    EXPECT_EQ(w.wr.bind_mw.mw_rkey, 0x777700U);
+    EXPECT_EQ(w.wr.bind_mw.rkey, 0x777701U);
+    EXPECT_EQ(w.wr.bind_mw.mr_lkey, 0x4242U);
+    EXPECT_EQ(w.wr.bind_mw.length, 0x800U);
+    w = sq_slot(1);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_LOCAL_INV));
+    EXPECT_EQ(w.ex.invalidate_rkey, 0x777701U);
+}
+
+TEST_F(FakeQp, BindMwPostsAType1BindAndUpdatesTheKey) {
+    ibv_mr mr{};
+    mr.lkey = 0x99;
+    ibv_mw mw{};
+    mw.rkey = 0x1234ff;
+    mw.type = IBV_MW_TYPE_1;
+    ibv_mw_bind bind{};
+    bind.wr_id = 9;
+    bind.send_flags = IBV_SEND_SIGNALED;
+    bind.bind_info = ibv_mw_bind_info{
+            .mr = &mr, .addr = 0x2000, .length = 64, .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+    ASSERT_EQ(bind_mw(ibqp(), &mw, &bind), 0);
+    EXPECT_EQ(mw.rkey, 0x123400U) << "only the key byte changes, with wrap";
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+    const auto w = sq_slot(0);
+    EXPECT_EQ(w.wr_id, 9U);
+    EXPECT_EQ(w.opcode, static_cast<std::uint32_t>(IBV_WR_BIND_MW));
+    EXPECT_EQ(w.wr.bind_mw.mw_rkey, 0x1234ffU);
+    EXPECT_EQ(w.wr.bind_mw.rkey, 0x123400U);
+    EXPECT_EQ(w.wr.bind_mw.addr, 0x2000U);
+
+    mw.type = IBV_MW_TYPE_2; // bound by IBV_WR_BIND_MW only
+    EXPECT_EQ(bind_mw(ibqp(), &mw, &bind), EINVAL);
+    EXPECT_EQ(mw.rkey, 0x123400U);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+}
+
 TEST_F(FakeQp, UdBatchCarriesTheAddressHandle) {
     qp_->vqp.qp.qp_type = IBV_QPT_UD;
     qp_->sq.limits.qp_type = IBV_QPT_UD;
@@ -436,8 +492,10 @@ TEST(SendOps, WhatEachQpTypeOffers) {
     EXPECT_TRUE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_RDMA_READ |
                                                        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                                                        IBV_QP_EX_WITH_SEND_WITH_INV));
-    EXPECT_FALSE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW));
-    EXPECT_FALSE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_LOCAL_INV));
+    EXPECT_TRUE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV));
+    EXPECT_TRUE(send_ops_supported(IBV_QPT_UC, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_UD, IBV_QP_EX_WITH_BIND_MW));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_UD, IBV_QP_EX_WITH_LOCAL_INV));
     EXPECT_FALSE(send_ops_supported(IBV_QPT_RC, IBV_QP_EX_WITH_TSO));
     EXPECT_TRUE(send_ops_supported(IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM));
     EXPECT_FALSE(send_ops_supported(IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ));

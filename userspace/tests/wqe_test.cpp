@@ -131,6 +131,71 @@ TEST_F(SendEncoding, SendWithInvalidateCarriesTheRkey) {
     EXPECT_EQ(decode_send(slot).hdr.ex.invalidate_rkey, 0xdeadbeefU);
 }
 
+TEST_F(SendEncoding, LocalInvCarriesTheRkeyAndNoData) {
+    wr.opcode = IBV_WR_LOCAL_INV;
+    wr.invalidate_rkey = 0x123456ab;
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_SOLICITED;
+    ASSERT_EQ(encode(), 0);
+    const DecodedSend d = decode_send(slot);
+    EXPECT_EQ(d.hdr.opcode, static_cast<std::uint32_t>(IBV_WR_LOCAL_INV));
+    EXPECT_EQ(d.hdr.ex.invalidate_rkey, 0x123456abU);
+    EXPECT_EQ(d.hdr.num_sge, 0U);
+    EXPECT_EQ(d.hdr.inline_len, 0U);
+    EXPECT_EQ(d.hdr.send_flags, static_cast<std::uint32_t>(IBV_SEND_SIGNALED));
+}
+
+TEST_F(SendEncoding, BindMwCarriesWindowRangeAndKeys) {
+    ibv_mr mr{};
+    mr.lkey = 0xabcdef01;
+    ibv_mw mw{};
+    mw.rkey = 0x00123400;
+    mw.type = IBV_MW_TYPE_2;
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.bind_mw.mw = &mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw.rkey);
+    wr.bind_mw.bind_info =
+            ibv_mw_bind_info{.mr = &mr,
+                             .addr = 0x7000,
+                             .length = 0x3000,
+                             .mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE};
+    ASSERT_EQ(encode(), 0);
+    const DecodedSend d = decode_send(slot);
+    EXPECT_EQ(d.hdr.opcode, static_cast<std::uint32_t>(IBV_WR_BIND_MW));
+    EXPECT_EQ(d.hdr.wr_id, wr.wr_id);
+    EXPECT_EQ(d.hdr.num_sge, 0U);
+    EXPECT_EQ(d.hdr.wr.bind_mw.addr, 0x7000U);
+    EXPECT_EQ(d.hdr.wr.bind_mw.length, 0x3000U);
+    EXPECT_EQ(d.hdr.wr.bind_mw.mr_lkey, 0xabcdef01U);
+    EXPECT_EQ(d.hdr.wr.bind_mw.mw_rkey, 0x00123400U);
+    EXPECT_EQ(d.hdr.wr.bind_mw.rkey, 0x00123401U);
+    EXPECT_EQ(d.hdr.wr.bind_mw.access,
+              static_cast<std::uint32_t>(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE));
+}
+
+TEST_F(SendEncoding, BindMwWrRefusesType1WindowsAndRangesWithoutMr) {
+    ibv_mw mw{};
+    mw.type = IBV_MW_TYPE_1;
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.bind_mw.mw = &mw;
+    wr.bind_mw.bind_info.length = 4096;
+    EXPECT_EQ(encode(), EINVAL); // type 1: ibv_bind_mw only
+    mw.type = IBV_MW_TYPE_2;
+    EXPECT_EQ(encode(), EINVAL); // a range but no MR
+    wr.bind_mw.mw = nullptr;
+    EXPECT_EQ(encode(), EINVAL);
+}
+
+TEST_F(SendEncoding, WindowOpsOnlyOnConnectedQps) {
+    limits.qp_type = IBV_QPT_UC;
+    wr.opcode = IBV_WR_LOCAL_INV;
+    EXPECT_EQ(encode(), 0);
+    limits.qp_type = IBV_QPT_UD;
+    for (auto op : {IBV_WR_LOCAL_INV, IBV_WR_BIND_MW}) {
+        wr.opcode = op;
+        EXPECT_EQ(encode(), EINVAL) << "UD opcode " << op;
+    }
+}
+
 TEST_F(SendEncoding, InlineGathersTheSgeBytes) {
     std::array<std::uint8_t, 10> a{};
     std::array<std::uint8_t, 0> empty{};
@@ -221,7 +286,7 @@ TEST_F(SendEncoding, SgeCountBeyondTheSlotIsRejectedWhateverTheCaps) {
 }
 
 TEST_F(SendEncoding, OpcodesTheQpTypeCannotCarryAreRejected) {
-    for (auto op : {IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_TSO, IBV_WR_DRIVER1}) {
+    for (auto op : {IBV_WR_TSO, IBV_WR_DRIVER1}) {
         wr.opcode = op;
         EXPECT_EQ(encode(), EINVAL) << "opcode " << op;
     }
