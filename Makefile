@@ -43,17 +43,19 @@ VERIFY := $(BUILD)/sroce-verify
 # checker run by tests/integration/srq.sh.
 UDCHECK := $(BUILD)/sroce-ud
 SRQCHECK := $(BUILD)/sroce-srq
-# ... and the UD multicast checker run by tests/integration/mcast.sh.
+# ... the UD multicast checker run by tests/integration/mcast.sh and the
+# memory window checker run by tests/integration/mw.sh.
 MCASTCHECK := $(BUILD)/sroce-mcast
-# ... and the ATOMIC WRITE / FLUSH checker of tests/integration/atomic-write-flush.sh.
+# ... the ATOMIC WRITE / FLUSH checker of tests/integration/atomic-write-flush.sh.
 FLUSHCHECK := $(BUILD)/sroce-flush
-verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK)
+MWCHECK := $(BUILD)/sroce-mw
+verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK) $(MWCHECK)
 
 $(VERIFY) $(FLUSHCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
 
-$(UDCHECK) $(SRQCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
+$(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(MWCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs
 
