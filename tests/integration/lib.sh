@@ -212,6 +212,8 @@ dump_counters() {
 		echo
 	fi
 	ip -s link show dev "$SROCE_NETDEV" || true
+	# a qdisc drop (fq_codel drops at dequeue) never reaches the netdev
+	tc -s qdisc show dev "$SROCE_NETDEV" || true
 	grep "^Udp" /proc/net/snmp || true
 }
 
