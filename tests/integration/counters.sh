@@ -151,7 +151,8 @@ log "clean: $((2 * n + r + d)) packets sent, $((2 * n + pr + pd)) received ($r r
 # 3rd message (b sends 16 + 3 resent).
 if [[ $SROCE_ROLE == b ]]; then
 	modprobe -qa sch_prio cls_u32 act_gact 2>/dev/null || true
-	tc qdisc add dev "$SROCE_NETDEV" root handle 1: prio ||
+	# replace: the harness set pfifo_fast as the root qdisc
+	tc qdisc replace dev "$SROCE_NETDEV" root handle 1: prio ||
 		fail "cannot add a prio qdisc"
 	# IPv4, UDP dport 4791, BTH opcode 0x00-0x07 (RC SENDs) at IP + 28
 	tc filter add dev "$SROCE_NETDEV" parent 1: protocol ip prio 1 u32 \
@@ -167,7 +168,7 @@ snap /tmp/l1
 drops=0
 if [[ $SROCE_ROLE == b ]]; then
 	tc -s filter show dev "$SROCE_NETDEV" parent 1: >"$SROCE_OUT/tc.txt"
-	tc qdisc del dev "$SROCE_NETDEV" root
+	tc qdisc replace dev "$SROCE_NETDEV" root pfifo_fast
 	drops=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$SROCE_OUT/tc.txt")
 	((drops >= 1)) || { cat "$SROCE_OUT/tc.txt"; fail "the filter dropped nothing"; }
 fi
