@@ -476,7 +476,8 @@ TEST_F(RcPair, PostingBeforeRtsIsRefused) {
 TEST_F(RcPair, OpcodesRcCannotCarryAreRefused) {
     Buffer buf{pd_.get(), 64, kAllAccess};
     ibv_sge sge = buf.sge(0, 8);
-    EXPECT_EQ(post_send(a_.get(), send_wr(IBV_WR_LOCAL_INV, &sge, 1, 1)), EINVAL);
+    EXPECT_EQ(post_send(a_.get(), send_wr(IBV_WR_TSO, &sge, 1, 1)), EINVAL);
+    // a bind WR names a window; this one names none
     EXPECT_EQ(post_send(a_.get(), send_wr(IBV_WR_BIND_MW, &sge, 1, 1)), EINVAL);
     auto too_many = send_wr(IBV_WR_SEND, &sge, 1, 1);
     too_many.num_sge = 1000;
@@ -619,7 +620,7 @@ TEST_F(Device, UnsupportedSendOpsAreRefusedAtCreate) {
     attr.cap.max_recv_sge = 1;
     attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     attr.pd = pd_.get();
-    attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+    attr.send_ops_flags = IBV_QP_EX_WITH_TSO; // raw packet QPs only
     errno = 0;
     QpPtr x{ibv_create_qp_ex(ctx_.get(), &attr)};
     EXPECT_FALSE(x);
