@@ -47,6 +47,18 @@ rdma_link_has() { rdma link show "$1/1" 2>/dev/null | grep -q -- "$2"; }
 
 # ibv_* tools work only with the provider; it is part of the product.
 have_provider() { ibv_devinfo -d "$1" >/dev/null 2>&1; }
+# has_uverbs_open PID: has a child of PID (timeout's ibv_asyncwatch) opened
+# an RDMA device (a uverbs fd)? An event only reaches ibv_asyncwatch once
+# it has: a fixed sleep was too short for a loaded debug guest.
+has_uverbs_open() {
+	local child fd
+	for child in $(pgrep -P "$1"); do
+		for fd in "/proc/$child/fd"/*; do
+			[[ $(readlink "$fd" 2>/dev/null) == */uverbs* ]] && return 0
+		done
+	done
+	return 1
+}
 
 # Run `rdma link add`, expecting failure with an error text and a kernel
 # message.
@@ -156,7 +168,8 @@ if have_provider $DEV; then
 	events=$(mktemp)
 	timeout 60 ibv_asyncwatch -d $DEV >"$events" 2>&1 &
 	watch_pid=$!
-	sleep 1
+	wait_for 30 "ibv_asyncwatch to open $DEV" has_uverbs_open $watch_pid
+	sleep 1	# from open() to its context (GET_CONTEXT)
 fi
 ip6=$(ip -6 -o addr show dev "$NETDEV" scope global | awk '{ print $4 }')
 
@@ -223,7 +236,8 @@ ok "carrier on -> port ACTIVE"
 events=$(mktemp)
 timeout 60 ibv_asyncwatch -d sroce9 >"$events" 2>&1 &
 watch_pid=$!
-sleep 1
+wait_for 30 "ibv_asyncwatch to open sroce9" has_uverbs_open $watch_pid
+sleep 1	# from open() to its context (GET_CONTEXT)
 ip link del sv0
 wait_for 10 "ibv_asyncwatch to see DEVICE_FATAL on sroce9" grep -q DEVICE_FATAL "$events"
 ok "ibv_asyncwatch saw DEVICE_FATAL when sroce9's netdev was deleted"
