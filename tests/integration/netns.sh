@@ -78,29 +78,16 @@ fi
 port=18900
 
 # pingpong NAME TOOL SUCCESS-REGEX ARGS...: a server (guest a) and client
-# (guest b) run of a libibverbs example with -c (both sides check data).
+# (guest b) run of a libibverbs example with -c (both sides check data),
+# through lib.sh's pair.
 pingpong() {
-	local name=$1 tool=$2 want=$3 out pid
+	local name=$1 tool=$2 want=$3 out
 	shift 3
-	port=$((port + 1))
+	pair "$name" "$tool" -d "$SROCE_DEV" -c "$@" -- "$SROCE_PEER_IP"
 	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
-	local -a cmd=("$tool" -d "$SROCE_DEV" -p "$port" -c "$@")
-	log "$name: ${cmd[*]}"
-	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 200 "${cmd[@]}" >"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" tcp 120
-		wait "$pid" || { cat "$out"; fail "$name: server failed"; }
-	else
-		wait_peer_port "$port" 180
-		with_timeout 200 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 ||
-			{ cat "$out"; fail "$name: client failed"; }
-	fi
-	cat "$out"
 	grep -qE "$want" "$out" || fail "$name: no '$want' in the output"
 	! grep -qi "invalid\|mismatch\|Failed status\|error\|couldn't" "$out" ||
 		fail "$name: errors in the output"
-	barrier "$name" 240
 }
 
 # rping_run FAMILY: 20 pings of 4000 bytes through rdma_cm; every ping's data
@@ -137,27 +124,13 @@ rping_run() {
 # payload, immediate, source QP and GRH are checked, and 3 sent with a
 # wrong Q_Key that must be dropped.
 ud_check() {
-	local family=$1 idx out pid who
-	port=$((port + 1))
-	idx=$(gid_index "$SROCE_DEV" "$family")
-	out=$SROCE_OUT/ud-ipv$family-$SROCE_ROLE.txt
-	local -a cmd=("$udcheck" -d "$SROCE_DEV" -g "$idx" -p "$port" -n 200 -w 3)
-	if [[ $SROCE_ROLE == a ]]; then
-		who=server
-		with_timeout 200 "${cmd[@]}" >"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" tcp 120
-		wait "$pid" || { cat "$out"; fail "UD IPv$family: server failed"; }
-	else
-		who=client
-		wait_peer_port "$port" 180
-		with_timeout 200 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 ||
-			{ cat "$out"; fail "UD IPv$family: client failed"; }
-	fi
-	cat "$out"
-	grep -Eq "^$who: received [0-9]+ of 200 UD messages .* 3 wrong-Q_Key messages dropped, 0 mismatches: PASS$" "$out" ||
+	local family=$1 who
+	who=$([[ $SROCE_ROLE == a ]] && echo server || echo client)
+	pair "ud-ipv$family" "$udcheck" -d "$SROCE_DEV" -g "$(gid_index "$SROCE_DEV" "$family")" \
+		-n 200 -w 3 -- "$SROCE_PEER_IP"
+	grep -Eq "^$who: received [0-9]+ of 200 UD messages .* 3 wrong-Q_Key messages dropped, 0 mismatches: PASS$" \
+		"$SROCE_OUT/ud-ipv$family-$SROCE_ROLE.txt" ||
 		fail "UD IPv$family: no PASS line for the $who"
-	barrier "ud-$family" 240
 }
 
 idx4=$(gid_index "$SROCE_DEV" 4)
