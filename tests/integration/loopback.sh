@@ -5,9 +5,14 @@
 # sroce to sroce on one host: both ends of an RC connection on the same
 # device, addressed by the guest's own IPv4 and IPv6 GIDs. Packets leave
 # through the IP stack, loop through lo and must come back to the device
-# that owns the destination address. ibv_rc_pingpong checks the data (-c);
-# the device's counters must show the packets received back with no ICRC
-# or length errors.
+# that owns the destination address. ibv_rc_pingpong -c checks little: the
+# client sets the first byte of each page of its buffer to 0, and at the
+# end the server checks that byte of each page of its final receive buffer
+# (filled with 0x7b before), printing "invalid data in page N" and still
+# exiting 0; not every message, not the other bytes, nothing on the
+# client. The script fails on that line from either side. The device's
+# counters must show the packets received back with no ICRC or length
+# errors.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -43,6 +48,9 @@ pingpong() {
 	if ! with_timeout 30 tail --pid="$spid" -f /dev/null || ! wait "$spid"; then
 		sed 's/^/    server: /' "$out.server"
 		fail "IPv$family, $size bytes: server failed"
+	fi
+	if grep -H "invalid data" "$out.server" "$out.client"; then
+		fail "IPv$family, $size bytes: ibv_rc_pingpong found a byte it did not send"
 	fi
 	grep -q "$iters iters" "$out.client" ||
 		fail "IPv$family, $size bytes: client did not report $iters iterations"
