@@ -51,7 +51,11 @@ FLUSHCHECK := $(BUILD)/sroce-flush
 MWCHECK := $(BUILD)/sroce-mw
 verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK) $(MWCHECK)
 
-$(VERIFY) $(FLUSHCHECK): $(BUILD)/%: tests/verify/%.c
+# ... the one-operation checker of tests/integration/drop.sh.
+DROPCHECK := $(BUILD)/sroce-drop
+verify: $(DROPCHECK)
+
+$(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
 
