@@ -59,9 +59,15 @@ $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
 
-$(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(MWCHECK): $(BUILD)/%: tests/verify/%.c
+$(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs
+
+# checkers on tests/verify/common.c, the helpers they share
+VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
+$(SRQCHECK) $(MWCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
 check: deps
 	tests/run

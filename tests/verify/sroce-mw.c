@@ -33,20 +33,12 @@
  * check; the last line is "mw: ... 0 failures: PASS".
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <netdb.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "common.h"
 
 #define BUF_SIZE (64 * 1024)
 #define TIMEOUT_MS 15000
@@ -59,7 +51,7 @@ static struct ibv_mr *mr, *mr_nobind;
 static uint8_t *buf, *buf2;
 static int gidx, sock = -1;
 static const char *devname;
-static unsigned int failures, checks, rxe_bugs;
+static unsigned int rxe_bugs;
 static bool owner_rxe;
 
 /*
@@ -80,30 +72,6 @@ static bool rxe_bug(bool ok, const char *what)
 	return true;
 }
 
-#define CHECK(cond, ...)                                           \
-	do {                                                       \
-		checks++;                                          \
-		if (!(cond)) {                                     \
-			failures++;                                \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);     \
-			fputc('\n', stderr);                       \
-		}                                                  \
-	} while (0)
-
-static void die(const char *what)
-{
-	fprintf(stderr, "FAIL: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the TCP side channel: fixed-size messages ---- */
 
 struct msg {
@@ -121,20 +89,10 @@ struct msg {
 
 static void xfer(struct msg *m, bool out)
 {
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < sizeof(*m)) {
-		n = out ? write(sock, (char *)m + done, sizeof(*m) - done) :
-			  read(sock, (char *)m + done, sizeof(*m) - done);
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			fprintf(stderr, "FAIL: side channel closed\n");
-			exit(1);
-		}
-		done += n;
-	}
+	if (out)
+		sc_send(sock, m, sizeof(*m));
+	else
+		sc_recv(sock, m, sizeof(*m));
 }
 
 static void put(uint32_t step, uint64_t addr, uint32_t rkey, uint32_t len)
@@ -151,44 +109,9 @@ static struct msg get(uint32_t step)
 	struct msg m;
 
 	xfer(&m, false);
-	if (m.step != step) {
-		fprintf(stderr, "FAIL: peer at step %u, expected %u\n",
-			m.step, step);
-		exit(1);
-	}
+	if (m.step != step)
+		fatal("peer at step %u, expected %u", m.step, step);
 	return m;
-}
-
-static void side_channel(const char *host, const char *port)
-{
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = host ? 0 : AI_PASSIVE }, *ai;
-	int one = 1, fd;
-	long end = now_ms() + TIMEOUT_MS;
-
-	if (getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo");
-	fd = socket(ai->ai_family, ai->ai_socktype, 0);
-	if (fd < 0)
-		die("socket");
-	if (!host) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
-			die("bind/listen");
-		sock = accept(fd, NULL, NULL);
-		if (sock < 0)
-			die("accept");
-		close(fd);
-	} else {
-		while (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-			if (now_ms() > end)
-				die("connect");
-			usleep(100000);
-		}
-		sock = fd;
-	}
-	freeaddrinfo(ai);
 }
 
 /* ---- sessions: a new CQ and RC QP pair ---- */
@@ -205,74 +128,33 @@ static void session_end(void)
 
 static void session(uint32_t step)
 {
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
+	struct qp_path path = { .sgid_index = gidx, .rd_atomic = 4,
+				.retry = 3 };
 	struct ibv_sge sge = { .addr = (uintptr_t)buf2, .length = 64,
 			       .lkey = mr_nobind->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 77, .sg_list = &sge,
 				   .num_sge = 1 }, *bad;
-	union ibv_gid gid;
 	struct msg m = { .step = step }, peer;
 
 	session_end();
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	if (!cq)
 		die("ibv_create_cq");
-	init.send_cq = cq;
-	init.recv_cq = cq;
-	qp = ibv_create_qp(pd, &init);
-	if (!qp)
-		die("ibv_create_qp");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("modify INIT");
+	qp = create_qp(pd, IBV_QPT_RC, cq, NULL, 8, 4,
+		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+		       IBV_ACCESS_REMOTE_ATOMIC);
 	/* a receive for the SEND with Invalidate of step 6 */
 	if (ibv_post_recv(qp, &rwr, &bad))
 		die("ibv_post_recv");
-	if (ibv_query_gid(ctx, 1, gidx, &gid))
-		die("ibv_query_gid");
 	m.qpn = qp->qp_num;
-	memcpy(m.gid, gid.raw, 16);
+	memcpy(m.gid, query_gid(ctx, gidx).raw, 16);
 	xfer(&m, true);
 	xfer(&peer, false);
-	if (peer.step != step) {
-		fprintf(stderr, "FAIL: peer session %u, expected %u\n",
-			peer.step, step);
-		exit(1);
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer.qpn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("modify RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify RTS");
+	if (peer.step != step)
+		fatal("peer session %u, expected %u", peer.step, step);
+	path.dqpn = peer.qpn;
+	memcpy(path.dgid.raw, peer.gid, 16);
+	connect_qp(qp, &path);
 	/* both QPs are in RTS before either sends */
 	put(step, 0, 0, 0);
 	get(step);
@@ -283,18 +165,12 @@ static struct ibv_wc wait_wc(bool recv)
 {
 	long end = now_ms() + TIMEOUT_MS;
 	struct ibv_wc wc;
-	int n;
 
 	for (;;) {
-		n = ibv_poll_cq(cq, 1, &wc);
-		if (n < 0)
-			die("ibv_poll_cq");
-		if (n && (wc.wr_id == 77) == recv)
+		if (!poll_cq(cq, &wc, end - now_ms()))
+			fatal("no completion");
+		if ((wc.wr_id == 77) == recv)
 			return wc;
-		if (now_ms() > end) {
-			fprintf(stderr, "FAIL: no completion\n");
-			exit(1);
-		}
 	}
 }
 
@@ -659,8 +535,7 @@ int main(int argc, char **argv)
 {
 	const char *host = NULL, *port = "18777";
 	bool server = false, own = false;
-	struct ibv_device **list;
-	int opt, n, i;
+	int opt;
 
 	while ((opt = getopt(argc, argv, "d:g:sc:op:")) != -1) {
 		switch (opt) {
@@ -689,15 +564,7 @@ int main(int argc, char **argv)
 	if (!devname || (server && host))
 		goto usage;
 
-	list = ibv_get_device_list(&n);
-	if (!list)
-		die("ibv_get_device_list");
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die("ibv_open_device");
+	ctx = open_device(devname);
 	pd = ibv_alloc_pd(ctx);
 	buf = aligned_alloc(4096, BUF_SIZE);
 	buf2 = aligned_alloc(4096, 4096);
@@ -713,7 +580,7 @@ int main(int argc, char **argv)
 	if (!mr || !mr_nobind)
 		die("ibv_reg_mr");
 
-	side_channel(host, port);
+	sock = side_channel(host, port, TIMEOUT_MS);
 	if (own)
 		owner();
 	else

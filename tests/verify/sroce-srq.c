@@ -24,15 +24,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "common.h"
 
 #define NWQE 16
 #define MSG 3000
@@ -45,30 +41,7 @@ static struct ibv_srq *srq;
 static struct ibv_qp *sqp, *rqp;
 static struct ibv_mr *mr;
 static uint8_t *buf;		/* NWQE receive slots, then a send slot */
-static unsigned int failures, sent;
-
-#define CHECK(cond, ...)                                           \
-	do {                                                       \
-		if (!(cond)) {                                     \
-			failures++;                                \
-			fprintf(stderr, "FAIL: " __VA_ARGS__);     \
-			fputc('\n', stderr);                       \
-		}                                                  \
-	} while (0)
-
-static void die(const char *what)
-{
-	fprintf(stderr, "sroce-srq: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
-
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+static unsigned int sent;
 
 /* Async events of the context within ms milliseconds: counts by type. */
 static void collect_events(int ms, unsigned int *limit, unsigned int *last)
@@ -110,19 +83,6 @@ static void post_srq(unsigned int slot, uint64_t wr_id)
 		die("ibv_post_srq_recv");
 }
 
-static int poll_cq(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	long end = now_ms() + TIMEOUT_MS;
-	int n;
-
-	while (!(n = ibv_poll_cq(cq, 1, wc)))
-		if (now_ms() > end)
-			return -1;
-	if (n < 0)
-		die("ibv_poll_cq");
-	return 0;
-}
-
 /* Send message n (MSG - n bytes) and check its arrival. */
 static void send_one(unsigned int n)
 {
@@ -139,9 +99,9 @@ static void send_one(unsigned int n)
 		p[i] = (uint8_t)(n * 37 + i);
 	if (ibv_post_send(sqp, &wr, &bad))
 		die("ibv_post_send");
-	if (poll_cq(scq, &wc) || wc.status != IBV_WC_SUCCESS)
-		die("send completion");
-	if (poll_cq(rcq, &wc)) {
+	if (!poll_cq(scq, &wc, TIMEOUT_MS) || wc.status != IBV_WC_SUCCESS)
+		fatal("message %u: no successful send completion", n);
+	if (!poll_cq(rcq, &wc, TIMEOUT_MS)) {
 		CHECK(0, "message %u: no receive completion", n);
 		return;
 	}
@@ -158,53 +118,6 @@ static void send_one(unsigned int n)
 			CHECK(0, "message %u: byte %u", n, i);
 			break;
 		}
-}
-
-static struct ibv_qp *make_qp(struct ibv_cq *cq, struct ibv_srq *s)
-{
-	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .srq = s, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = s ? 0 : 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = 0 };
-	struct ibv_qp *qp = ibv_create_qp(pd, &init);
-
-	if (!qp)
-		die("ibv_create_qp");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("modify INIT");
-	return qp;
-}
-
-static void connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid,
-		       int gidx)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dqpn, .rq_psn = 0, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = *gid, .sgid_index = gidx,
-				      .hop_limit = 64 } },
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("modify RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify RTS");
 }
 
 static void arm(unsigned int limit)
@@ -225,11 +138,10 @@ int main(int argc, char **argv)
 	struct ibv_srq_init_attr sattr = { .attr = { .max_wr = NWQE,
 						     .max_sge = 1 } };
 	unsigned int limit = 0, last = 0, n = 0, i;
-	struct ibv_device **list;
+	struct qp_path path = { 0 };
 	struct ibv_srq_attr q;
 	struct ibv_qp_attr qa;
 	const char *dev = NULL;
-	union ibv_gid gid;
 	struct ibv_wc wc;
 	int gidx = -1, c, flags;
 
@@ -245,19 +157,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s -d DEV -g GIDX\n", argv[0]);
 		return 2;
 	}
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			break;
-	if (!list || !list[i])
-		die("device not found");
-	ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		die("ibv_open_device");
+	ctx = open_device(dev);
 	flags = fcntl(ctx->async_fd, F_GETFL);
 	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-	if (ibv_query_gid(ctx, 1, gidx, &gid))
-		die("ibv_query_gid");
+	path.dgid = query_gid(ctx, gidx);
+	path.sgid_index = gidx;
 	pd = ibv_alloc_pd(ctx);
 	scq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	rcq = ibv_create_cq(ctx, 2 * NWQE, NULL, NULL, 0);
@@ -271,10 +175,12 @@ int main(int argc, char **argv)
 			      IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!mr)
 		die("ibv_reg_mr");
-	sqp = make_qp(scq, NULL);
-	rqp = make_qp(rcq, srq);
-	connect_qp(sqp, rqp->qp_num, &gid, gidx);
-	connect_qp(rqp, sqp->qp_num, &gid, gidx);
+	sqp = create_qp(pd, IBV_QPT_RC, scq, NULL, 4, 4, 0);
+	rqp = create_qp(pd, IBV_QPT_RC, rcq, srq, 4, 0, 0);
+	path.dqpn = rqp->qp_num;
+	connect_qp(sqp, &path);
+	path.dqpn = sqp->qp_num;
+	connect_qp(rqp, &path);
 
 	/* 4: a limit above max_wr is refused */
 	{
@@ -343,6 +249,5 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(rcq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
 	return failures ? 1 : 0;
 }

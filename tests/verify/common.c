@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Helpers shared by sroce's verbs checkers: see common.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+unsigned int checks, failures;
+
+void die(const char *what)
+{
+	fprintf(stderr, "FAIL: %s: %s: %s\n", program_invocation_short_name,
+		what, strerror(errno));
+	exit(2);
+}
+
+void fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "FAIL: %s: ", program_invocation_short_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+struct ibv_context *open_device(const char *name)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_device **list;
+	int n, i;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		die("ibv_get_device_list");
+	for (i = 0; i < n && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!ctx)
+		fatal("cannot open device %s", name);
+	return ctx;
+}
+
+union ibv_gid query_gid(struct ibv_context *ctx, int gidx)
+{
+	union ibv_gid gid;
+
+	if (ibv_query_gid(ctx, 1, gidx, &gid))
+		die("ibv_query_gid");
+	return gid;
+}
+
+struct ibv_qp *create_qp(struct ibv_pd *pd, enum ibv_qp_type type,
+			 struct ibv_cq *cq, struct ibv_srq *srq,
+			 uint32_t send_wr, uint32_t recv_wr, int access)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = type,
+		.cap = { .max_send_wr = send_wr,
+			 .max_recv_wr = srq ? 0 : recv_wr,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = access };
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	if (!qp)
+		die("ibv_create_qp");
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify INIT");
+	return qp;
+}
+
+void connect_qp(struct ibv_qp *qp, const struct qp_path *p)
+{
+	bool rc = qp->qp_type == IBV_QPT_RC;
+	uint8_t depth = p->rd_atomic ? p->rd_atomic : 1;
+	uint8_t retry = p->retry ? p->retry : 7;
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = p->mtu ? p->mtu : IBV_MTU_1024,
+		.dest_qp_num = p->dqpn, .rq_psn = p->rq_psn,
+		.max_dest_rd_atomic = depth, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = p->dgid,
+				      .sgid_index = p->sgid_index,
+				      .hop_limit = 64 } },
+	};
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+	if (ibv_modify_qp(qp, &a, mask | (rc ? IBV_QP_MAX_DEST_RD_ATOMIC |
+					  IBV_QP_MIN_RNR_TIMER : 0)))
+		die("modify RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = p->sq_psn;
+	a.timeout = 14;
+	a.retry_cnt = retry;
+	a.rnr_retry = retry;
+	a.max_rd_atomic = depth;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (ibv_modify_qp(qp, &a, mask | (rc ? IBV_QP_TIMEOUT |
+					  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					  IBV_QP_MAX_QP_RD_ATOMIC : 0)))
+		die("modify RTS");
+}
+
+int side_channel(const char *host, const char *port, int timeout_ms)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = host ? 0 : AI_PASSIVE }, *ai;
+	long end = now_ms() + timeout_ms;
+	int one = 1, fd, sock;
+
+	if (getaddrinfo(host, port, &hints, &ai))
+		fatal("getaddrinfo %s:%s", host ? host : "*", port);
+	fd = socket(ai->ai_family, ai->ai_socktype, 0);
+	if (fd < 0)
+		die("socket");
+	if (!host) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
+			die("bind/listen");
+		sock = accept(fd, NULL, NULL);
+		if (sock < 0)
+			die("accept");
+		close(fd);
+	} else {
+		while (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			if (now_ms() > end)
+				die("connect");
+			usleep(100000);
+		}
+		sock = fd;
+	}
+	freeaddrinfo(ai);
+	return sock;
+}
+
+static void sc_xfer(int fd, void *p, size_t len, bool out)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = out ? write(fd, (char *)p + done, len - done) :
+			  read(fd, (char *)p + done, len - done);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			fatal("side channel closed");
+		}
+		done += n;
+	}
+}
+
+void sc_send(int fd, const void *p, size_t len)
+{
+	sc_xfer(fd, (void *)p, len, true);
+}
+
+void sc_recv(int fd, void *p, size_t len)
+{
+	sc_xfer(fd, p, len, false);
+}
+
+int poll_cq(struct ibv_cq *cq, struct ibv_wc *wc, long timeout_ms)
+{
+	long end = now_ms() + timeout_ms;
+	int n;
+
+	while (!(n = ibv_poll_cq(cq, 1, wc)))
+		if (now_ms() > end)
+			return 0;
+	if (n < 0)
+		die("ibv_poll_cq");
+	return 1;
+}
