@@ -49,7 +49,10 @@ MCASTCHECK := $(BUILD)/sroce-mcast
 # ... the ATOMIC WRITE / FLUSH checker of tests/integration/atomic-write-flush.sh.
 FLUSHCHECK := $(BUILD)/sroce-flush
 MWCHECK := $(BUILD)/sroce-mw
-verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK) $(MWCHECK)
+# ... the per-message UC and SRQ checker of tests/integration/uc.sh and srq.sh.
+MSGCHECK := $(BUILD)/sroce-msg
+verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK) $(MWCHECK) \
+	$(MSGCHECK)
 
 # ... the one-operation checker of tests/integration/drop.sh.
 DROPCHECK := $(BUILD)/sroce-drop
@@ -65,7 +68,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
-$(SRQCHECK) $(MWCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+$(SRQCHECK) $(MWCHECK) $(MSGCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
