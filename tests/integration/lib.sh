@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# sroce-library: sourced by the tests, not one itself
 # Helpers for scripts run in guests by tools/sroce-vm. Source it with
 #   . "$SROCE_TOP/tests/integration/lib.sh"
 # Everything here has a timeout; nothing here passes when it cannot check.
@@ -69,11 +70,13 @@ with_timeout() {
 # _peer_wait SECONDS WHAT CMD...: wait_for, but fail at once if the peer's
 # script has ended (it will never do WHAT).
 _peer_wait() {
-	local deadline=$((SECONDS + $1)) what=$2 gone
+	local deadline=$((SECONDS + $1)) what=$2 gone dead
 	shift 2
 	gone=$SROCE_PAIR_DIR/exit.$SROCE_PEER_ROLE
+	dead=${SROCE_PAIR_ROOT:-$SROCE_PAIR_DIR}/dead.$SROCE_PEER_ROLE
 	until "$@"; do
 		[[ -e $gone ]] && fail "$what: the peer's script already ended (status $(cat "$gone"))"
+		[[ -e $dead ]] && fail "$what: the peer's guest died"
 		((SECONDS >= deadline)) && fail "$what: the peer did not get there in time"
 		sleep 0.2
 	done

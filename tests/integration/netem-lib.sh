@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# sroce-library: sourced by the tests, not one itself
 # shellcheck shell=bash
 #
 # Helpers for tests over a lossy link (sourced after lib.sh; not a test).
@@ -30,6 +31,8 @@ loss_counters_rxe=(completer_retry_err rcvd_seq_err duplicate_request
 netem_setup() {
 	require_cmd tc
 	modprobe sch_netem 2>/dev/null || true
+	# the harness's qdisc comes back however the test ends
+	trap 'tc qdisc replace dev "$SROCE_NETDEV" root pfifo_fast' EXIT
 	tc qdisc replace dev "$SROCE_NETDEV" root netem "$@" ||
 		fail "cannot set up netem $*"
 	log "$SROCE_NETDEV egress: netem $*"
