@@ -72,8 +72,11 @@ $(SRQCHECK) $(MWCHECK) $(MSGCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
+# Seconds `make check` may take (0: no limit); .ci/run sets it.
+CHECK_BUDGET ?= 0
+
 check: deps
-	tests/run
+	tests/run --budget $(CHECK_BUDGET)
 
 check-full: deps
 	tests/run --full

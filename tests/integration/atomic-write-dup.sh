@@ -41,17 +41,18 @@ if [[ $SROCE_ROLE == a ]]; then
 	((after > before)) || fail "no duplicate request reached the responder"
 else
 	modprobe sch_netem 2>/dev/null || true
+	# the harness's qdisc comes back however this ends
+	trap 'tc qdisc replace dev "$SROCE_NETDEV" root pfifo_fast' EXIT
 	tc qdisc replace dev "$SROCE_NETDEV" root netem delay 2ms 2ms duplicate 20% ||
 		fail "cannot set up netem"
 	wait_peer_port "$port"
 	with_timeout 240 "$check" -c "$SROCE_PEER_IP" -p "$port" -e "$expect" -r "$rounds" -N \
 		>"$out" 2>&1 || { cat "$out"; fail "sroce-flush client failed"; }
-	tc qdisc del dev "$SROCE_NETDEV" root || true
 	cat "$out"
 	grep -q "^client: .* 0 failed: PASS$" "$out" || fail "client did not report PASS"
 	n=$(grep -c "^client: round .* read back exact$" "$out")
 	[[ $n -eq $rounds ]] || fail "$n of $rounds rounds read back exact"
 fi
 rdma statistic show link "$SROCE_DEV/1" || fail "no port counters"
-barrier done 120
+barrier finished 120
 log "PASS"

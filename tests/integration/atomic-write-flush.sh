@@ -74,5 +74,5 @@ fi
 if [[ $SROCE_DEV_TYPE == sroce ]]; then
 	rdma statistic show link "$SROCE_DEV/1" || fail "no port counters"
 fi
-barrier done 120
+barrier finished 120
 log "PASS"

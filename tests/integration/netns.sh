@@ -59,12 +59,30 @@ enter_namespace() {
 	sockets=$(udp_4791_sockets)
 	((sockets == 0)) || fail "$NS_DEV opened a socket in the initial namespace"
 	log "$NS_DEV on $SROCE_NETDEV in namespace $NS; its UDP socket is there only"
-	export SROCE_DEV=$NS_DEV SROCE_IN_NETNS=1
-	exec ip netns exec "$NS" bash "$0" "$@"
 }
 
+# leave_namespace: eth0 back in the initial namespace with its addresses
+# and qdisc, and the harness's device on it again, as the next test of
+# this boot expects the guest.
+leave_namespace() {
+	ip -n "$NS" link set "$SROCE_NETDEV" netns 1 2>/dev/null || true
+	ip netns delete "$NS" 2>/dev/null || true
+	wait_for 10 test -e "/sys/class/net/$SROCE_NETDEV" || return 1
+	tc qdisc replace dev "$SROCE_NETDEV" root pfifo_fast
+	ip link set "$SROCE_NETDEV" up
+	ip addr replace "$SROCE_LOCAL_IP/24" dev "$SROCE_NETDEV"
+	ip -6 addr replace "$SROCE_LOCAL_IP6/64" dev "$SROCE_NETDEV" nodad
+	rdma link add "$SROCE_DEV" type sroce netdev "$SROCE_NETDEV" &&
+		wait_for 20 grep -q ACTIVE "/sys/class/infiniband/$SROCE_DEV/ports/1/state"
+}
+
+# The sroce guest runs this script again inside the namespace.
 if [[ $SROCE_DEV_TYPE == sroce && -z ${SROCE_IN_NETNS:-} ]]; then
-	enter_namespace "$@"
+	trap 'leave_namespace || { echo "FAIL: could not leave namespace $NS" >&2; exit 1; }' EXIT
+	enter_namespace
+	status=0
+	SROCE_DEV=$NS_DEV SROCE_IN_NETNS=1 ip netns exec "$NS" bash "$0" "$@" || status=$?
+	exit "$status"
 fi
 where=initial
 [[ -n ${SROCE_IN_NETNS:-} ]] && where=$NS
