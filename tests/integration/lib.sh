@@ -205,6 +205,56 @@ link_counter() {
 	echo "$v"
 }
 
+# tell_peer NAME VALUE: hand VALUE to the peer's from_peer NAME (the n-th
+# tell_peer NAME meets the peer's n-th from_peer NAME).
+tell_peer() {
+	local count_file n f
+	require_pair
+	count_file=$_SROCE_LIB_STATE/tell.$1
+	n=$(($(cat "$count_file" 2>/dev/null || echo 0) + 1))
+	echo "$n" >"$count_file"
+	f=$SROCE_PAIR_DIR/value.$1.$n.$SROCE_ROLE
+	echo "$2" >"$f.tmp"
+	mv "$f.tmp" "$f"
+}
+
+# from_peer NAME [SECONDS]: print the value of the peer's tell_peer NAME;
+# fails the script on timeout (default 120 s).
+from_peer() {
+	local t=${2:-120} count_file n f
+	require_pair
+	count_file=$_SROCE_LIB_STATE/from.$1
+	n=$(($(cat "$count_file" 2>/dev/null || echo 0) + 1))
+	echo "$n" >"$count_file"
+	f=$SROCE_PAIR_DIR/value.$1.$n.$SROCE_PEER_ROLE
+	_peer_wait "$t" "waiting ${t}s for the peer's $1" test -e "$f"
+	cat "$f"
+}
+
+# rx_drops DEV: the sum of an sroce port's counters of received packets it
+# dropped: bad ICRC or headers, no QP or the wrong one, bad P_Key, Q_Key,
+# addresses, unsupported, and requests a responder discarded (a UD QP
+# with no receive posted). Status 1 when one is absent.
+rx_drops() {
+	rdma statistic show link "$1/1" | tr -s ' \n' '\n' | awk -v dev="$1" '
+		BEGIN {
+			n = split("rx_icrc_errors rx_malformed rx_drop_no_qp rx_drop_qp_type " \
+				  "rx_drop_qp_state rx_drop_pkey rx_drop_qkey rx_drop_address " \
+				  "rx_drop_unsupported resp_dropped", names)
+			for (i = 1; i <= n; i++)
+				want[names[i]] = 1
+		}
+		($0 in want) && !($0 in got) { c = $0; getline; got[c] = 1; sum += $0 }
+		END {
+			for (c in want)
+				if (!(c in got)) {
+					print "FAIL: " dev " has no counter " c >"/dev/stderr"
+					exit 1
+				}
+			print sum
+		}'
+}
+
 # dump_counters: port, netdev and UDP counters, to locate a loss (used as an
 # EXIT trap by the UD/UC/SRQ tests).
 dump_counters() {

@@ -4,25 +4,27 @@
  * ibv_ud_pingpong (rdma-core 44) does not do: it neither checks payloads
  * nor the GRH.
  *
- *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY]          (server)
- *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] PEER     (client)
+ *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST]        (server)
+ *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] PEER   (client)
  *
  * The two sides exchange QPN, Q_Key and GID over TCP, then each side in
  * turn (client first) sends MSGS messages of pseudo-random sizes (0 bytes
  * up to the port's active MTU), every second one with immediate data, in
  * windows no larger than what the receiver posted. The receiver matches
- * every completion to the oldest expected message it is (UD may drop a
- * datagram: skipped ones count as lost, at most 2% may be) and checks it: status, opcode, byte_len (40 + payload), IBV_WC_GRH,
- * src_qp, immediate data, the payload bytes, that the GRH area was written
- * as RoCEv2 does it (IPv4: the IPv4 header in its last 20 bytes, with the
- * sender's and receiver's addresses and UDP as protocol; IPv6: the IPv6
- * header with both GIDs) and that the 8 bytes after the payload were left
- * alone. With -w, each sender first sends BADQKEY messages with a wrong
+ * every completion to the oldest expected message it is (the ones it
+ * skipped count as lost; more than MAXLOST, default 0, is a mismatch, and
+ * the caller compares the number with what the devices counted as
+ * dropped) and checks it: status, opcode, byte_len (40 + payload),
+ * IBV_WC_GRH, src_qp, immediate data, the payload bytes, that the GRH area
+ * was written as RoCEv2 does it (IPv4: the IPv4 header in its last 20
+ * bytes, with the sender's and receiver's addresses and UDP as protocol;
+ * IPv6: the IPv6 header with both GIDs) and that the 8 bytes after the
+ * payload were left alone. With -w, each sender first sends BADQKEY messages with a wrong
  * Q_Key, which the receiver must never see (the next message it receives
  * has to be the first good one).
  *
- * Prints one summary line per direction and exits non-zero on any
- * mismatch.
+ * Prints one summary line per direction, with the number lost, and exits
+ * non-zero on any mismatch.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -497,9 +499,9 @@ static unsigned int recv_window(int dir, unsigned int base, unsigned int w,
 
 /* dir 0: client sends; 1: server sends. */
 static void run_dir(int dir, bool sender, unsigned int msgs,
-		    unsigned int badq)
+		    unsigned int badq, unsigned int max_lost)
 {
-	unsigned int base, k, w, i, bytes = 0, lost = 0, max_lost;
+	unsigned int base, k, w, i, bytes = 0, lost = 0;
 	uint8_t c = 1;
 	struct ibv_wc wc;
 
@@ -540,8 +542,6 @@ static void run_dir(int dir, bool sender, unsigned int msgs,
 	}
 	if (sender)
 		return;
-	/* a datagram lost now and then is UD; more is a bug */
-	max_lost = msgs / 50;
 	if (lost > max_lost)
 		mismatch(msgs, "%u of %u messages lost (at most %u allowed)",
 			 lost, msgs, max_lost);
@@ -553,19 +553,20 @@ static void run_dir(int dir, bool sender, unsigned int msgs,
 int main(int argc, char **argv)
 {
 	const char *dev = NULL, *port = "18700";
-	unsigned int msgs = 200, badq = 0;
+	unsigned int msgs = 200, badq = 0, max_lost = 0;
 	int gidx = -1, c;
 	bool server;
 
-	while ((c = getopt(argc, argv, "d:g:p:n:w:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:n:w:l:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
 		case 'p': port = optarg; break;
 		case 'n': msgs = strtoul(optarg, NULL, 0); break;
 		case 'w': badq = strtoul(optarg, NULL, 0); break;
+		case 'l': max_lost = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [PEER]\n",
+			fprintf(stderr, "usage: %s -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] [PEER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -578,8 +579,8 @@ int main(int argc, char **argv)
 	setup(dev, gidx);
 	g.sock = tcp_connect(server ? NULL : argv[optind], port, server);
 	exchange(gidx);
-	run_dir(0, !server, msgs, badq);
-	run_dir(1, server, msgs, badq);
+	run_dir(0, !server, msgs, badq, max_lost);
+	run_dir(1, server, msgs, badq, max_lost);
 	sync_peer();
 	return g.errors ? 1 : 0;
 }
