@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +139,14 @@ int side_channel(const char *host, const char *port, int timeout_ms)
 	if (fd < 0)
 		die("socket");
 	if (!host) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
 			die("bind/listen");
+		if (poll(&pfd, 1, timeout_ms) != 1)
+			fatal("no connection on port %s in %d ms", port,
+			      timeout_ms);
 		sock = accept(fd, NULL, NULL);
 		if (sock < 0)
 			die("accept");

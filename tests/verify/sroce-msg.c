@@ -455,7 +455,7 @@ static void check_wc(const struct ibv_wc *wc)
 			p = wbuf + ((size_t)q * win + j % win) * slot_size;
 		bad = differs(p, msg_size(j) < wc->byte_len ? msg_size(j) :
 			      wc->byte_len, q, j, want);
-		CHECK(bad < 0, "QP %u message %ld (%s, %u bytes): byte %ld is %#x, sent %#x",
+		CHECK(bad < 0, "QP %u message %ld (%s, %u bytes): byte %ld is %#x, not %#x",
 		      q, j, op_name[op], msg_size(j), bad, bad < 0 ? 0 : p[bad],
 		      bad < 0 ? 0 : want[bad]);
 	}
