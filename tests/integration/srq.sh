@@ -7,20 +7,27 @@
 # exactly once per arming, at the right WQE count, and disarms the limit;
 # the error state of a QP raises exactly one last-WQE-reached event and
 # flushes none of the SRQ's WQEs; a limit above max_wr is refused. Between
-# the guests: ibv_srq_pingpong -c (several RC QPs sharing one SRQ, every
-# received buffer checked on both sides) and ib_send_bw --use-srq.
+# the guests, tests/verify/sroce-msg: 4 RC QPs sharing one SRQ, N messages
+# each of 1 byte to 128 KiB, as SEND, SEND with immediate and RDMA WRITE
+# with immediate, first from a, then from b; the receiver checks every
+# completion (status, opcode, immediate, byte_len, the QP it came on by
+# wc.qp_num), every payload byte, and that each message arrived exactly
+# once. Then, as interop smoke tests, ibv_srq_pingpong -c (which checks
+# one byte per page of the last buffer only, not every message) and
+# ib_send_bw --use-srq.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
 
 require_pair
 require_cmd ibv_srq_pingpong ib_send_bw ss
-srqcheck=$SROCE_BUILD/sroce-srq
+srqcheck=$SROCE_BUILD/sroce-srq msgcheck=$SROCE_BUILD/sroce-msg
 [[ -x $srqcheck ]] || fail "$srqcheck is missing (make verify)"
+[[ -x $msgcheck ]] || fail "$msgcheck is missing (make verify)"
 
-iters=200 bw_iters=2000
+iters=200 bw_iters=2000 msgs=396
 if [[ $SROCE_KERNEL == debug ]]; then
-	iters=50 bw_iters=500
+	iters=50 bw_iters=500 msgs=66
 fi
 port=18900
 idx=$(gid_index "$SROCE_DEV" 4)
@@ -39,13 +46,38 @@ barrier events
 
 # the port counters of an sroce guest and the netdev's and UDP's drop
 # counters, at the end (pass or fail), to tell where a lost packet went
-trap dump_counters EXIT
+trap 'dump_counters; rm -f "$SROCE_PAIR_DIR/srq-type.$SROCE_ROLE"' EXIT
 
-# name size qps. Messages of at most 8 packets: the guests' link drops
-# packets of longer bursts when the host is busy (see uc.sh), and rxe's
-# requester can stall on such a loss (a 64 KiB run rxe:sroce hung with
+echo "$SROCE_DEV_TYPE" >"$SROCE_PAIR_DIR/srq-type.$SROCE_ROLE"
+barrier srq-type
+peer_type=$(cat "$SROCE_PAIR_DIR/srq-type.$SROCE_PEER_ROLE")
+# neither side removes its file before the other has read it
+barrier srq-type-read
+
+# Up to 128 KiB messages where sroce requests; at most 8 packets where
+# rdma_rxe does: its requester can stall when the link's queue refuses a
+# packet of a long burst on a busy host (a 64 KiB run rxe:sroce hung with
 # rxe at completer_retry_err 48, 12 packets lost on the link).
-for spec in "small 64 4" "page 4096 8" "8k 8192 2"; do
+for sender in a b; do
+	stype=$peer_type snd=()
+	if [[ $sender == "$SROCE_ROLE" ]]; then
+		stype=$SROCE_DEV_TYPE snd=(-S)
+	fi
+	max=131072
+	[[ $stype == rxe ]] && max=8192
+	name=srq-msg-from-$sender
+	pair "$name" "$msgcheck" -d "$SROCE_DEV" -g "$idx" -t srq -q 4 \
+		-n "$msgs" -M "$max" -e "$((RANDOM + 1))" "${snd[@]}" \
+		-- -c "$SROCE_PEER_IP"
+	grep -q "^msg: srq .*, 0 failures: PASS$" "$SROCE_OUT/$name-$SROCE_ROLE.txt" ||
+		fail "$name: no PASS line"
+done
+
+# name size qps. Both sides request in a pingpong: at most 8 packets with
+# rxe (see above).
+specs=("small 64 4" "page 4096 8" "8k 8192 2")
+[[ $SROCE_DEV_TYPE == sroce && $peer_type == sroce ]] && specs+=("64k 65536 4")
+for spec in "${specs[@]}"; do
 	read -r name size qps <<<"$spec"
 	n=$iters
 	pair "srq-pingpong-$name" ibv_srq_pingpong -d "$SROCE_DEV" -g "$idx" \
@@ -63,4 +95,4 @@ for size in 64 8192; do
 		fail "send-bw-srq-$size: no result line for $bw_iters x $size bytes"
 done
 
-log "PASS: SRQ events, ibv_srq_pingpong -c, ib_send_bw --use-srq"
+log "PASS: SRQ events, sroce-msg over RC with SRQ (every message checked), ibv_srq_pingpong -c, ib_send_bw --use-srq"
