@@ -6,8 +6,11 @@
 # fd00::1/64): device limits as drivers/sroce/sroce.h declares them, port
 # state, link layer, active MTU following the netdev MTU, and the RoCEv2
 # GID table following the netdev's IPv4/IPv6 addresses (with GID_CHANGE
-# events), in sysfs and in ibv_devinfo -v.
+# events: ibv_asyncwatch must see at least one), in sysfs and in
+# ibv_devinfo -v.
 set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"	# has_uverbs_open; the log, fail and wait_for below replace its own
 
 DEV=${SROCE_DEV:-sroce0}
 NETDEV=${SROCE_NETDEV:-eth0}
@@ -15,6 +18,21 @@ IP4=${SROCE_LOCAL_IP:-10.0.0.1}
 IP6=${SROCE_LOCAL_IP6:-fd00::1}
 PORT=/sys/class/infiniband/$DEV/ports/1
 checks=0
+mtu0=$(cat "/sys/class/net/$NETDEV/mtu")
+add4=10.0.0.77 add6=fd00::77
+watch_pid="" events=""
+
+# Whatever ends the script, the next one on this guest gets the netdev as
+# the harness set it up.
+cleanup() {
+	set +e
+	[[ -z $watch_pid ]] || kill "$watch_pid" 2>/dev/null
+	[[ -z $events ]] || rm -f "$events"
+	ip addr del $add4/24 dev "$NETDEV" 2>/dev/null
+	ip -6 addr del $add6/64 dev "$NETDEV" 2>/dev/null
+	ip link set "$NETDEV" mtu "$mtu0"
+}
+trap cleanup EXIT
 
 log() { echo "device-devinfo: $*"; }
 ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
@@ -135,7 +153,6 @@ expect_field gid_tbl_len "$(header_limit SROCE_GID_TABLE_LEN)"
 
 # active_mtu: the largest IB MTU that fits the netdev MTU with RoCEv2
 # headers (IPv6 + UDP + BTH + largest extension headers + ICRC = 96 bytes).
-mtu0=$(cat "/sys/class/net/$NETDEV/mtu")
 for pair in 1500:1024:3 2200:2048:4 2100:1024:3 4200:4096:5 4000:2048:4 9000:4096:5; do
 	IFS=: read -r mtu ib enum <<<"$pair"
 	ip link set "$NETDEV" mtu "$mtu" || fail "cannot set $NETDEV mtu $mtu"
@@ -176,8 +193,8 @@ ok "ibv_devinfo -v shows $IP6, RoCE v2"
 events=$(mktemp)
 timeout 60 ibv_asyncwatch -d "$DEV" >"$events" 2>&1 &
 watch_pid=$!
-sleep 1
-add4=10.0.0.77 add6=fd00::77
+wait_for 30 "ibv_asyncwatch to open $DEV" has_uverbs_open "$watch_pid"
+sleep 1	# from open() to its context (GET_CONTEXT)
 ip addr add $add4/24 dev "$NETDEV"
 ip -6 addr add $add6/64 dev "$NETDEV" nodad
 wait_for 10 "GID for added $add4" sysfs_has_gid "$(v4_gid $add4)"
@@ -201,8 +218,8 @@ ok "removing them removed the GIDs; $IP4 and $IP6 remain"
 sleep 1
 kill "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
+watch_pid=""
 grep -q GID_CHANGE "$events" || fail "no GID_CHANGE event: $(cat "$events")"
 ok "ibv_asyncwatch saw GID_CHANGE"
-rm -f "$events"
 
 log "$checks checks passed"

@@ -12,6 +12,8 @@
 #
 # Works whether or not the harness created sroce0 (--no-device).
 set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"	# has_uverbs_open; the log, fail and wait_for below replace its own
 
 NETDEV=${SROCE_NETDEV:-eth0}
 DEV=sroce0
@@ -47,18 +49,6 @@ rdma_link_has() { rdma link show "$1/1" 2>/dev/null | grep -q -- "$2"; }
 
 # ibv_* tools work only with the provider; it is part of the product.
 have_provider() { ibv_devinfo -d "$1" >/dev/null 2>&1; }
-# has_uverbs_open PID: has a child of PID (timeout's ibv_asyncwatch) opened
-# an RDMA device (a uverbs fd)? An event only reaches ibv_asyncwatch once
-# it has: a fixed sleep was too short for a loaded debug guest.
-has_uverbs_open() {
-	local child fd
-	for child in $(pgrep -P "$1"); do
-		for fd in "/proc/$child/fd"/*; do
-			[[ $(readlink "$fd" 2>/dev/null) == */uverbs* ]] && return 0
-		done
-	done
-	return 1
-}
 
 # Run `rdma link add`, expecting failure with an error text and a kernel
 # message.

@@ -59,6 +59,20 @@ wait_for() {
 	done
 }
 
+# has_uverbs_open PID: has a child of PID (e.g. timeout's ibv_asyncwatch)
+# opened an RDMA device (a uverbs fd)? An async event reaches a process
+# only once it has, and a fixed sleep is too short on a loaded guest. Its
+# GET_CONTEXT follows the open(): allow a moment more after this.
+has_uverbs_open() {
+	local child fd
+	for child in $(pgrep -P "$1"); do
+		for fd in "/proc/$child/fd"/*; do
+			[[ $(readlink "$fd" 2>/dev/null) == */uverbs* ]] && return 0
+		done
+	done
+	return 1
+}
+
 # with_timeout SECONDS CMD...: run CMD, killing it (and its children) after
 # SECONDS; status 124 then.
 with_timeout() {
