@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,debug pairs=sroce:sroce timeout=240
+# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=240
 # SPDX-License-Identifier: GPL-2.0
 # Deterministic loss: each phase drops one chosen packet of one RC operation
 # with a tc filter (clsact ingress, u32 on the BTH, gact), so the retransmit
@@ -81,7 +81,8 @@ phase() {
 	barrier "drop-$name-start"
 	read -ra before <<<"$(snap)"
 	if [[ $SROCE_ROLE == "$dropper" ]]; then
-		tc qdisc add dev "$SROCE_NETDEV" clsact || fail "cannot add clsact"
+		tc qdisc add dev "$SROCE_NETDEV" clsact ||
+			fail "cannot add clsact (CONFIG_NET_SCH_INGRESS)"
 		clsact=1
 		# shellcheck disable=SC2086 # $match is a list of u32 selectors
 		tc filter add dev "$SROCE_NETDEV" ingress protocol ip prio 1 u32 \
