@@ -26,12 +26,16 @@ deps:
 
 # Out-of-tree builds write objects beside their sources, so each kernel gets
 # its own copy of the sources: builds for two kernels never share objects.
+# A module built for another kernel (the debug kernel rebuilt with another
+# config lives in another directory) is thrown away: its objects would not
+# match the new kernel's structures. $(MODDIR)/.kernel names the one it is for.
 module:
-	@mkdir -p $(MODDIR)
-	@cp -a --parents $(MODULE_SOURCES) $(MODDIR)/
 	+@kdir="$$(tools/sroce-kernel build $(KERNEL))" && \
+	  if [ "$$(cat $(MODDIR)/.kernel 2>/dev/null)" != "$$kdir" ]; then rm -rf $(MODDIR); fi && \
+	  mkdir -p $(MODDIR) && cp -a --parents $(MODULE_SOURCES) $(MODDIR)/ && \
 	  echo "make -C $$kdir M=$(MODDIR) modules" && \
-	  $(MAKE) -C "$$kdir" M=$(MODDIR) modules
+	  $(MAKE) -C "$$kdir" M=$(MODDIR) modules && \
+	  echo "$$kdir" >$(MODDIR)/.kernel
 
 provider:
 	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
