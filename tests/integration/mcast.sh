@@ -45,7 +45,14 @@ if [[ $SROCE_KERNEL == debug ]]; then
 	msgs=64 mck=30
 fi
 port=18780
-trap dump_counters EXIT
+# 6.12's virtio-net programs the NIC's multicast filter from a work item,
+# after the join that an attach makes has returned, so QEMU dropped the
+# first datagrams to a new group before any guest counter saw them (8 of
+# 200 in one 6.12 run). The NIC's filter is not what this test checks (the
+# host's IGMP/MLD membership and sroce's own group matching are): let the
+# NIC pass every group, and put it back at the end.
+ip link set "$SROCE_NETDEV" allmulticast on
+trap 'ip link set "$SROCE_NETDEV" allmulticast off; dump_counters' EXIT
 
 # hw_counter NAME: an sroce port counter; empty for rxe, which has none of
 # these (on sroce a missing counter fails the script).
