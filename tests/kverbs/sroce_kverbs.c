@@ -543,8 +543,8 @@ static int kv_fmr_reg(struct kv_test *t, struct kv_fmr *f, struct ib_qp *qp,
 	(KV_PAGES * PAGE_SIZE - KV_FIRST_OFF - KV_SG_OFF - \
 	 (PAGE_SIZE - KV_LAST_LEN))
 
-static int kv_fmr_setup(struct kv_test *t, struct kv_fmr *f, struct ib_pd *pd,
-			struct ib_qp *qp, struct ib_cq *cq)
+/* The standard MR allocated and mapped, its length and iova checked. */
+static int kv_fmr_std(struct kv_test *t, struct kv_fmr *f, struct ib_pd *pd)
 {
 	int n;
 
@@ -561,7 +561,7 @@ static int kv_fmr_setup(struct kv_test *t, struct kv_fmr *f, struct ib_pd *pd,
 			f->mr->length, f->mr->iova, KV_MR_LEN, KV_SG_OFF);
 		return -EINVAL;
 	}
-	return kv_fmr_reg(t, f, qp, cq);
+	return 0;
 }
 
 /*
@@ -609,19 +609,105 @@ static int kv_write_refused(struct kv_test *t, struct kv_pair *p,
 	return 0;
 }
 
-/* ---- the cases ---- */
+/* ---- the cases: a table of setups and steps ---- */
 
+/* What a case has before its steps run, and what they work on. */
 struct kv_ctx {
-	struct ib_pd *pd, *pd2;
-	struct kv_pair p;
-	struct kv_fmr f;
-	struct kv_buf buf;
+	struct ib_pd *pd, *pd2;		/* a's and b's PD (the same unless two_pds) */
+	struct kv_pair p;		/* a in pd, b in pd2 */
+	struct kv_pair p2;		/* made by KV_PAIR: both in pd */
+	struct kv_fmr f;		/* the MR under test, in pd */
+	struct kv_buf buf;		/* a's source and READ target */
+	struct kv_buf rbuf;		/* KV_RECV's buffer */
+	u32 old_rkey;			/* KV_KEY_OLD: set by a step function */
+	const struct kv_step *recv;	/* a posted KV_RECV not yet completed */
+	u64 recv_id;
+	struct ib_wc wc;		/* the last KV_RECV's completion */
 };
 
-static int kv_ctx_init(struct kv_test *t, struct kv_ctx *c, bool two_pds,
-		       u32 buf_len)
+#define KV_RBUF_LEN	256
+
+/* Which QP a step posts on; its completions come on that QP's CQ. */
+enum kv_qp_sel { KV_A, KV_B, KV_A2 };
+
+/* The key a step names. */
+enum kv_key_sel {
+	KV_KEY_MR,	/* the MR's current rkey */
+	KV_KEY_WRONG,	/* the MR's rkey with another key byte: no MR */
+	KV_KEY_OLD,	/* the key ctx->old_rkey kept */
+};
+
+enum kv_op {
+	KV_END,		/* ends a step list */
+	KV_WRITE,	/* a .len-byte WRITE of pattern .seed to the MR's start */
+	KV_READ,	/* CPU fills the MR with .seed; a READ of .len must match */
+	KV_SEND_INV,	/* a .len-byte SEND of .seed invalidating .key */
+	KV_LINV,	/* LOCAL_INV of .key */
+	KV_REG,		/* REG_MR of the MR with its current key */
+	KV_REG_INV,	/* unsignaled REG_MR and LOCAL_INV of its key, one post */
+	KV_RECV,	/* a .len-byte receive: completes after the next send WR */
+	KV_REG_BAD,	/* REG_MR with access .arg: ib_post_send() refuses it */
+	KV_REFUSED,	/* kv_write_refused() of .len bytes of .seed with .key */
+	KV_CHECK,	/* MR bytes [0, .len) hold .seed, the rest of its pages guard */
+	KV_STATE,	/* the QP is in state .arg */
+	KV_NONE,	/* no completion on the QP's CQ */
+	KV_PAIR,	/* make ctx->p2 */
+	KV_CALL,	/* .fn: what only one case does */
+};
+
+/*
+ * One step. The send WRs (KV_WRITE .. KV_REG_INV) are posted signaled and
+ * their completion must have status .status (and on success the WR's
+ * opcode); so must a pending KV_RECV's, polled right after.
+ */
+struct kv_step {
+	enum kv_op op;
+	enum kv_qp_sel qp;
+	enum kv_key_sel key;
+	u8 seed;
+	u32 len;
+	int arg;
+	enum ib_wc_status status;
+	const char *what;
+	int (*fn)(struct kv_test *t, struct kv_ctx *c);
+};
+
+/* The MR a case starts with. */
+enum kv_mr_setup {
+	KV_MR_NONE,	/* none: its steps make one */
+	KV_MR_MAPPED,	/* the standard MR mapped, not registered */
+	KV_MR_ON_A,	/* ... and registered by a REG_MR on a */
+	KV_MR_ON_B,	/* ... on b */
+};
+
+struct kv_case {
+	const char *name;
+	bool two_pds;
+	u32 buf_len;
+	enum kv_mr_setup mr;
+	const struct kv_step *steps;
+};
+
+static struct ib_qp *kv_qp(struct kv_ctx *c, enum kv_qp_sel sel)
 {
-	memset(c, 0, sizeof(*c));
+	return sel == KV_A ? c->p.qp_a : sel == KV_B ? c->p.qp_b : c->p2.qp_a;
+}
+
+static struct ib_cq *kv_cq(struct kv_ctx *c, enum kv_qp_sel sel)
+{
+	return sel == KV_A ? c->p.cq_a : sel == KV_B ? c->p.cq_b : c->p2.cq_a;
+}
+
+static u32 kv_key(struct kv_ctx *c, enum kv_key_sel sel)
+{
+	if (sel == KV_KEY_OLD)
+		return c->old_rkey;
+	return sel == KV_KEY_WRONG ? ib_inc_rkey(c->f.mr->rkey) : c->f.mr->rkey;
+}
+
+static int kv_ctx_init(struct kv_test *t, struct kv_ctx *c,
+		       const struct kv_case *kc)
+{
 	c->pd = ib_alloc_pd(t->dev, 0);
 	if (IS_ERR(c->pd)) {
 		KV_FAIL(t, "ib_alloc_pd: %ld", PTR_ERR(c->pd));
@@ -629,7 +715,7 @@ static int kv_ctx_init(struct kv_test *t, struct kv_ctx *c, bool two_pds,
 		return -ENOMEM;
 	}
 	c->pd2 = c->pd;
-	if (two_pds) {
+	if (kc->two_pds) {
 		c->pd2 = ib_alloc_pd(t->dev, 0);
 		if (IS_ERR(c->pd2)) {
 			KV_FAIL(t, "ib_alloc_pd: %ld", PTR_ERR(c->pd2));
@@ -637,527 +723,333 @@ static int kv_ctx_init(struct kv_test *t, struct kv_ctx *c, bool two_pds,
 			return -ENOMEM;
 		}
 	}
-	if (kv_buf_alloc(t, &c->buf, buf_len)) {
-		KV_FAIL(t, "buffer of %u bytes", buf_len);
+	if (kv_buf_alloc(t, &c->buf, kc->buf_len) ||
+	    kv_buf_alloc(t, &c->rbuf, KV_RBUF_LEN)) {
+		KV_FAIL(t, "buffers of %u and %u bytes", kc->buf_len, KV_RBUF_LEN);
 		return -ENOMEM;
 	}
 	return kv_pair_create(t, &c->p, c->pd, c->pd2);
 }
 
+static int kv_mr_init(struct kv_test *t, struct kv_ctx *c,
+		      enum kv_mr_setup mr)
+{
+	enum kv_qp_sel on = mr == KV_MR_ON_A ? KV_A : KV_B;
+
+	if (mr == KV_MR_NONE)
+		return 0;
+	if (kv_fmr_std(t, &c->f, c->pd))
+		return -EINVAL;
+	if (mr == KV_MR_MAPPED)
+		return 0;
+	return kv_fmr_reg(t, &c->f, kv_qp(c, on), kv_cq(c, on));
+}
+
+/* The QPs go before the memory their WRs named. */
 static void kv_ctx_fini(struct kv_test *t, struct kv_ctx *c)
 {
+	kv_pair_destroy(&c->p2);
 	kv_pair_destroy(&c->p);
 	kv_fmr_free(t, &c->f);
 	kv_buf_free(t, &c->buf);
+	kv_buf_free(t, &c->rbuf);
 	if (c->pd2 && c->pd2 != c->pd)
 		ib_dealloc_pd(c->pd2);
 	if (c->pd)
 		ib_dealloc_pd(c->pd);
 }
 
-/*
- * REG_MR of 4 non-contiguous pages with offsets; RDMA WRITE through the
- * rkey lands exactly there (also a WRITE across a page boundary), RDMA
- * READ returns exactly the MR's bytes.
- */
-static void kv_case_fastreg_write_read(struct kv_test *t)
+/* Post the send WR of step @s as @id. */
+static int kv_post_step(struct kv_test *t, struct kv_ctx *c,
+			const struct kv_step *s, u64 id)
 {
-	struct kv_ctx c;
-	struct ib_sge sge;
-	u32 off, len;
+	struct ib_qp *qp = kv_qp(c, s->qp);
+	struct ib_sge sge = kv_sge(qp->pd, c->buf.dma, s->len);
+	const struct ib_send_wr *bad;
+	struct ib_send_wr inv = {
+		.wr_id = id,
+		.opcode = IB_WR_LOCAL_INV,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_reg_wr reg;
+
+	switch (s->op) {
+	case KV_WRITE:
+		kv_fill(c->buf.va, s->len, s->seed);
+		return kv_post_rdma(t, qp, IB_WR_RDMA_WRITE, id, &sge,
+				    c->f.mr->iova, kv_key(c, s->key));
+	case KV_READ:
+		kv_fmr_fill(&c->f, 0, s->len, s->seed);
+		memset(c->buf.va, 0, s->len);
+		return kv_post_rdma(t, qp, IB_WR_RDMA_READ, id, &sge,
+				    c->f.mr->iova, kv_key(c, s->key));
+	case KV_SEND_INV:
+		kv_fill(c->buf.va, s->len, s->seed);
+		return kv_post_send_inv(t, qp, id, &sge, kv_key(c, s->key));
+	case KV_LINV:
+		return kv_post_local_inv(t, qp, id, kv_key(c, s->key));
+	case KV_REG:
+		kv_reg_wr(&reg, c->f.mr, id, KV_FAST_ACCESS, true);
+		return kv_posted(t, "REG_MR", ib_post_send(qp, &reg.wr, &bad));
+	default:	/* KV_REG_INV */
+		kv_reg_wr(&reg, c->f.mr, id - 1, KV_FAST_ACCESS, false);
+		inv.ex.invalidate_rkey = c->f.mr->rkey;
+		reg.wr.next = &inv;
+		return kv_posted(t, "REG_MR + LOCAL_INV",
+				 ib_post_send(qp, &reg.wr, &bad));
+	}
+}
+
+static const enum ib_wc_opcode kv_wc_opcode[] = {
+	[KV_WRITE] = IB_WC_RDMA_WRITE,
+	[KV_READ] = IB_WC_RDMA_READ,
+	[KV_SEND_INV] = IB_WC_SEND,
+	[KV_LINV] = IB_WC_LOCAL_INV,
+	[KV_REG] = IB_WC_REG_MR,
+	[KV_REG_INV] = IB_WC_LOCAL_INV,
+};
+
+/* A send WR: post it, its completion, the pending receive's, and data. */
+static int kv_send_step(struct kv_test *t, struct kv_ctx *c,
+			const struct kv_step *s, u64 id)
+{
+	const struct kv_step *r = c->recv;
 	long bad;
 
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN))
-		goto out;
-	if (kv_fmr_setup(t, &c.f, c.pd, c.p.qp_b, c.p.cq_b))
-		goto out;
-
-	/* the whole MR */
-	kv_fill(c.buf.va, KV_MR_LEN, 1);
-	sge = kv_sge(c.pd, c.buf.dma, KV_MR_LEN);
-	if (kv_post_rdma(t, c.p.qp_a, IB_WR_RDMA_WRITE, 1, &sge,
-			 c.f.mr->iova, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "WRITE", c.p.cq_a, 1, IB_WC_SUCCESS,
-		      IB_WC_RDMA_WRITE, NULL))
-		goto out;
-	if (kv_fmr_check(t, &c.f, 0, KV_MR_LEN, 1))
-		goto out;
-
-	/* 300 bytes across the boundary of the first and second page */
-	off = PAGE_SIZE - c.f.start - 100;
-	len = 300;
-	kv_fill(c.buf.va, len, 2);
-	kv_fmr_fill(&c.f, 0, KV_MR_LEN, 1);
-	sge = kv_sge(c.pd, c.buf.dma, len);
-	if (kv_post_rdma(t, c.p.qp_a, IB_WR_RDMA_WRITE, 2, &sge,
-			 c.f.mr->iova + off, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "WRITE across pages", c.p.cq_a, 2, IB_WC_SUCCESS,
-		      IB_WC_RDMA_WRITE, NULL))
-		goto out;
-	for (bad = 0; bad < KV_MR_LEN; bad++) {
-		u8 want = bad >= off && bad < off + len ?
-			  kv_pattern(bad - off, 2) : kv_pattern(bad, 1);
-
-		if (KV_UNLESS(t, *kv_fmr_byte(&c.f, bad) == want,
-			      "MR byte %ld after the cross-page WRITE", bad))
-			goto out;
-	}
-
-	/* READ the MR back: new bytes written by the CPU on b's side */
-	kv_fmr_fill(&c.f, 0, KV_MR_LEN, 3);
-	memset(c.buf.va, 0, KV_MR_LEN);
-	sge = kv_sge(c.pd, c.buf.dma, KV_MR_LEN);
-	if (kv_post_rdma(t, c.p.qp_a, IB_WR_RDMA_READ, 3, &sge,
-			 c.f.mr->iova, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "READ", c.p.cq_a, 3, IB_WC_SUCCESS, IB_WC_RDMA_READ,
-		      NULL))
-		goto out;
-	bad = kv_mismatch(c.buf.va, KV_MR_LEN, 3);
+	if (kv_post_step(t, c, s, id) ||
+	    kv_expect(t, s->what, kv_cq(c, s->qp), id, s->status,
+		      kv_wc_opcode[s->op], NULL))
+		return -EIO;
+	c->recv = NULL;
+	if (r && kv_expect(t, r->what, kv_cq(c, r->qp), c->recv_id, r->status,
+			   IB_WC_RECV, &c->wc))
+		return -EIO;
+	if (s->op != KV_READ || s->status != IB_WC_SUCCESS)
+		return 0;
+	bad = kv_mismatch(c->buf.va, s->len, s->seed);
 	if (KV_UNLESS(t, bad < 0, "READ returned a wrong byte at %ld", bad))
-		goto out;
-	/* the pages outside the MR were never touched */
-	if (KV_UNLESS(t, *kv_fmr_byte(&c.f, -1) == KV_GUARD &&
-		      *kv_fmr_byte(&c.f, KV_MR_LEN) == KV_GUARD,
+		return -EIO;
+	return 0;
+}
+
+static int kv_recv_step(struct kv_test *t, struct kv_ctx *c,
+			const struct kv_step *s, u64 id)
+{
+	struct ib_qp *qp = kv_qp(c, s->qp);
+	struct ib_sge sge = kv_sge(qp->pd, c->rbuf.dma, s->len);
+
+	c->recv = s;
+	c->recv_id = id;
+	return kv_post_recv(t, qp, id, &sge, 1);
+}
+
+/* ib_post_send() refuses the REG_MR WR itself: -EINVAL, @bad names it. */
+static int kv_reg_bad_step(struct kv_test *t, struct kv_ctx *c,
+			   const struct kv_step *s, u64 id)
+{
+	const struct ib_send_wr *bad = NULL;
+	struct ib_reg_wr wr;
+	int err;
+
+	kv_reg_wr(&wr, c->f.mr, id, s->arg, true);
+	err = ib_post_send(kv_qp(c, s->qp), &wr.wr, &bad);
+	if (KV_UNLESS(t, err == -EINVAL && bad == &wr.wr,
+		      "REG_MR with access %#x: ib_post_send %d", s->arg, err))
+		return -EIO;
+	return 0;
+}
+
+static int kv_state_step(struct kv_test *t, struct kv_ctx *c,
+			 const struct kv_step *s)
+{
+	int st = kv_qp_state(kv_qp(c, s->qp));
+
+	if (KV_UNLESS(t, st == s->arg, "%s: QP state %d, expected %d",
+		      s->what, st, s->arg))
+		return -EIO;
+	return 0;
+}
+
+static int kv_step(struct kv_test *t, struct kv_ctx *c,
+		   const struct kv_step *s, u64 id)
+{
+	switch (s->op) {
+	case KV_RECV:
+		return kv_recv_step(t, c, s, id);
+	case KV_REG_BAD:
+		return kv_reg_bad_step(t, c, s, id);
+	case KV_REFUSED:
+		kv_fill(c->buf.va, s->len, s->seed);
+		return kv_write_refused(t, &c->p, c->pd, &c->buf, c->f.mr->iova,
+					s->len, kv_key(c, s->key));
+	case KV_CHECK:
+		return kv_fmr_check(t, &c->f, 0, s->len, s->seed);
+	case KV_STATE:
+		return kv_state_step(t, c, s);
+	case KV_NONE:
+		return kv_expect_none(t, s->what, kv_cq(c, s->qp));
+	case KV_PAIR:
+		return kv_pair_create(t, &c->p2, c->pd, c->pd);
+	case KV_CALL:
+		return s->fn(t, c);
+	default:
+		return kv_send_step(t, c, s, id);
+	}
+}
+
+/* Set up case @kc, run its steps until one fails; a reason in t->reason. */
+static void kv_case_run(struct kv_test *t, const struct kv_case *kc, int nr)
+{
+	const struct kv_step *s;
+	struct kv_ctx *c;
+	u64 id = nr * 100;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c) {
+		KV_FAIL(t, "no memory for the case");
+		return;
+	}
+	if (!kv_ctx_init(t, c, kc) && !kv_mr_init(t, c, kc->mr)) {
+		for (s = kc->steps; s->op != KV_END; s++)
+			if (kv_step(t, c, s, ++id))
+				break;
+	}
+	kv_ctx_fini(t, c);
+	kfree(c);
+}
+
+/* ---- what only one case does ---- */
+
+/* fastreg_write_read: 300 bytes across the first and second page. */
+static int kv_cross_page(struct kv_test *t, struct kv_ctx *c)
+{
+	u32 off = PAGE_SIZE - c->f.start - 100, len = 300;
+	struct ib_sge sge = kv_sge(c->pd, c->buf.dma, len);
+	long i;
+	u8 want;
+
+	kv_fill(c->buf.va, len, 2);
+	kv_fmr_fill(&c->f, 0, KV_MR_LEN, 1);
+	if (kv_post_rdma(t, c->p.qp_a, IB_WR_RDMA_WRITE, 2, &sge,
+			 c->f.mr->iova + off, c->f.mr->rkey))
+		return -EIO;
+	if (kv_expect(t, "WRITE across pages", c->p.cq_a, 2, IB_WC_SUCCESS,
+		      IB_WC_RDMA_WRITE, NULL))
+		return -EIO;
+	for (i = 0; i < KV_MR_LEN; i++) {
+		want = i >= off && i < off + len ? kv_pattern(i - off, 2) :
+		       kv_pattern(i, 1);
+		if (KV_UNLESS(t, *kv_fmr_byte(&c->f, i) == want,
+			      "MR byte %ld after the cross-page WRITE", i))
+			return -EIO;
+	}
+	return 0;
+}
+
+/* fastreg_write_read: the pages outside the MR were never touched. */
+static int kv_beside_mr(struct kv_test *t, struct kv_ctx *c)
+{
+	if (KV_UNLESS(t, *kv_fmr_byte(&c->f, -1) == KV_GUARD &&
+		      *kv_fmr_byte(&c->f, KV_MR_LEN) == KV_GUARD,
 		      "bytes beside the MR changed"))
-		goto out;
-out:
-	kv_ctx_fini(t, &c);
+		return -EIO;
+	return 0;
 }
 
 /*
- * IB_WR_LOCAL_INV on b, then a's WRITE with the old rkey: REM_ACCESS_ERR,
- * nothing written, both QPs in error.
+ * rereg_new_key: ib_update_fast_reg_key() and a different layout, no
+ * offset into the first entry: KV_SG_OFF bytes longer.
  */
-static void kv_case_local_inv(struct kv_test *t)
-{
-	struct kv_ctx c;
-	u32 rkey;
+#define KV_REREG_LEN	(KV_MR_LEN + KV_SG_OFF)
 
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN))
-		goto out;
-	if (kv_fmr_setup(t, &c.f, c.pd, c.p.qp_b, c.p.cq_b))
-		goto out;
-	rkey = c.f.mr->rkey;
-	if (kv_post_local_inv(t, c.p.qp_b, 10, rkey))
-		goto out;
-	if (kv_expect(t, "LOCAL_INV", c.p.cq_b, 10, IB_WC_SUCCESS,
-		      IB_WC_LOCAL_INV, NULL))
-		goto out;
-	kv_fill(c.buf.va, KV_MR_LEN, 4);
-	if (kv_write_refused(t, &c.p, c.pd, &c.buf, c.f.mr->iova, KV_MR_LEN,
-			     rkey))
-		goto out;
-	kv_fmr_check(t, &c.f, 0, 0, 0);
-out:
-	kv_ctx_fini(t, &c);
-}
-
-/*
- * LOCAL_INV, ib_update_fast_reg_key(), map again and REG_MR: the new key
- * works, the old one is refused.
- */
-static void kv_case_rereg_new_key(struct kv_test *t)
+static int kv_new_key(struct kv_test *t, struct kv_ctx *c)
 {
-	struct kv_ctx c;
-	struct ib_sge sge;
-	u32 old, len;
+	u32 old = c->f.mr->rkey;
 	int n;
 
-	/* the second mapping has no sg offset: KV_SG_OFF bytes longer */
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN + KV_SG_OFF))
-		goto out;
-	if (kv_fmr_setup(t, &c.f, c.pd, c.p.qp_b, c.p.cq_b))
-		goto out;
-	old = c.f.mr->rkey;
-	if (kv_post_local_inv(t, c.p.qp_b, 20, old))
-		goto out;
-	if (kv_expect(t, "LOCAL_INV", c.p.cq_b, 20, IB_WC_SUCCESS,
-		      IB_WC_LOCAL_INV, NULL))
-		goto out;
-	ib_update_fast_reg_key(c.f.mr, ib_inc_rkey(old) & 0xff);
-	if (KV_UNLESS(t, c.f.mr->rkey != old && c.f.mr->rkey >> 8 == old >> 8,
-		      "ib_update_fast_reg_key: rkey %#x from %#x", c.f.mr->rkey, old))
-		goto out;
-	/* a different layout this time: no offset into the first entry */
-	n = kv_fmr_map(t, &c.f, KV_FIRST_OFF, KV_LAST_LEN, 0);
+	c->old_rkey = old;
+	ib_update_fast_reg_key(c->f.mr, ib_inc_rkey(old) & 0xff);
+	if (KV_UNLESS(t, c->f.mr->rkey != old && c->f.mr->rkey >> 8 == old >> 8,
+		      "ib_update_fast_reg_key: rkey %#x from %#x", c->f.mr->rkey, old))
+		return -EIO;
+	n = kv_fmr_map(t, &c->f, KV_FIRST_OFF, KV_LAST_LEN, 0);
 	if (KV_UNLESS(t, n == KV_PAGES, "ib_map_mr_sg mapped %d", n))
-		goto out;
-	if (kv_fmr_reg(t, &c.f, c.p.qp_b, c.p.cq_b))
-		goto out;
-
-	len = c.f.mr->length;
-	if (KV_UNLESS(t, len == KV_MR_LEN + KV_SG_OFF,
-		      "MR length %u after the new mapping", len))
-		goto out;
-	kv_fill(c.buf.va, len, 5);
-	sge = kv_sge(c.pd, c.buf.dma, len);
-	if (kv_post_rdma(t, c.p.qp_a, IB_WR_RDMA_WRITE, 21, &sge,
-			 c.f.mr->iova, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "WRITE with the new key", c.p.cq_a, 21, IB_WC_SUCCESS,
-		      IB_WC_RDMA_WRITE, NULL))
-		goto out;
-	if (kv_fmr_check(t, &c.f, 0, len, 5))
-		goto out;
-	kv_fill(c.buf.va, len, 6);
-	if (kv_write_refused(t, &c.p, c.pd, &c.buf, c.f.mr->iova, len, old))
-		goto out;
-	kv_fmr_check(t, &c.f, 0, len, 5);
-out:
-	kv_ctx_fini(t, &c);
+		return -EIO;
+	if (KV_UNLESS(t, c->f.mr->length == KV_REREG_LEN,
+		      "MR length %llu after the new mapping", c->f.mr->length))
+		return -EIO;
+	return 0;
 }
 
-/*
- * SEND with Invalidate from a names b's MR: b's receive completes with
- * IB_WC_WITH_INVALIDATE and the rkey, and the rkey is dead afterwards.
- */
-static void kv_case_send_with_inv(struct kv_test *t)
+/* send_with_inv: what the receive completion and buffer say. */
+static int kv_inv_received(struct kv_test *t, struct kv_ctx *c)
 {
-	struct kv_ctx c;
-	struct kv_buf rbuf = {};
-	struct ib_sge sge, rsge;
-	struct ib_wc wc;
-	u32 rkey;
+	struct ib_wc *wc = &c->wc;
+	u32 rkey = c->f.mr->rkey;
 
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN))
-		goto out;
-	if (kv_fmr_setup(t, &c.f, c.pd, c.p.qp_b, c.p.cq_b))
-		goto out;
-	rkey = c.f.mr->rkey;
-	if (KV_UNLESS(t, !kv_buf_alloc(t, &rbuf, 256), "receive buffer"))
-		goto out;
-	rsge = kv_sge(c.pd, rbuf.dma, 256);
-	if (kv_post_recv(t, c.p.qp_b, 30, &rsge, 1))
-		goto out;
-	kv_fill(c.buf.va, 64, 7);
-	sge = kv_sge(c.pd, c.buf.dma, 64);
-	if (kv_post_send_inv(t, c.p.qp_a, 31, &sge, rkey))
-		goto out;
-	if (kv_expect(t, "SEND_WITH_INV", c.p.cq_a, 31, IB_WC_SUCCESS,
-		      IB_WC_SEND, NULL))
-		goto out;
-	if (kv_expect(t, "its receive", c.p.cq_b, 30, IB_WC_SUCCESS,
-		      IB_WC_RECV, &wc))
-		goto out;
-	if (KV_UNLESS(t, wc.byte_len == 64, "byte_len %u, expected 64", wc.byte_len))
-		goto out;
-	if (KV_UNLESS(t, wc.wc_flags & IB_WC_WITH_INVALIDATE,
-		      "no IB_WC_WITH_INVALIDATE (wc_flags %#x)", wc.wc_flags))
-		goto out;
-	if (KV_UNLESS(t, !(wc.wc_flags & IB_WC_WITH_IMM), "IB_WC_WITH_IMM set"))
-		goto out;
-	if (KV_UNLESS(t, wc.ex.invalidate_rkey == rkey,
-		      "invalidate_rkey %#x, expected %#x", wc.ex.invalidate_rkey,
+	if (KV_UNLESS(t, wc->byte_len == 64, "byte_len %u, expected 64", wc->byte_len))
+		return -EIO;
+	if (KV_UNLESS(t, wc->wc_flags & IB_WC_WITH_INVALIDATE,
+		      "no IB_WC_WITH_INVALIDATE (wc_flags %#x)", wc->wc_flags))
+		return -EIO;
+	if (KV_UNLESS(t, !(wc->wc_flags & IB_WC_WITH_IMM), "IB_WC_WITH_IMM set"))
+		return -EIO;
+	if (KV_UNLESS(t, wc->ex.invalidate_rkey == rkey,
+		      "invalidate_rkey %#x, expected %#x", wc->ex.invalidate_rkey,
 		      rkey))
-		goto out;
-	if (KV_UNLESS(t, kv_mismatch(rbuf.va, 64, 7) < 0, "received bytes differ"))
-		goto out;
-	if (KV_UNLESS(t, ((u8 *)rbuf.va)[64] == 0, "receive wrote past 64 bytes"))
-		goto out;
-	kv_fill(c.buf.va, KV_MR_LEN, 8);
-	if (kv_write_refused(t, &c.p, c.pd, &c.buf, c.f.mr->iova, KV_MR_LEN,
-			     rkey))
-		goto out;
-	kv_fmr_check(t, &c.f, 0, 0, 0);
-out:
-	kv_buf_free(t, &rbuf);
-	kv_ctx_fini(t, &c);
+		return -EIO;
+	if (KV_UNLESS(t, kv_mismatch(c->rbuf.va, 64, 7) < 0, "received bytes differ"))
+		return -EIO;
+	if (KV_UNLESS(t, ((u8 *)c->rbuf.va)[64] == 0, "receive wrote past 64 bytes"))
+		return -EIO;
+	return 0;
 }
 
-/*
- * SEND with Invalidate of an rkey b cannot invalidate: invalid request
- * (IBTA 10.6.7.2): a's SEND completes with IB_WC_REM_INV_REQ_ERR, b's
- * receive with the same status, both QPs end in error and the MR stays
- * valid.
- */
-static void kv_send_inv_refused(struct kv_test *t, bool other_pd)
-{
-	struct kv_ctx c;
-	struct kv_pair p2 = {};
-	struct kv_buf rbuf = {};
-	struct ib_sge sge, rsge;
-	struct ib_qp *owner;
-	struct ib_cq *owner_cq;
-	u32 rkey;
-
-	if (kv_ctx_init(t, &c, other_pd, KV_MR_LEN))
-		goto out;
-	/* other PD: the MR is a's (registered on a); else b's, key wrong */
-	owner = other_pd ? c.p.qp_a : c.p.qp_b;
-	owner_cq = other_pd ? c.p.cq_a : c.p.cq_b;
-	if (kv_fmr_setup(t, &c.f, c.pd, owner, owner_cq))
-		goto out;
-	rkey = other_pd ? c.f.mr->rkey : ib_inc_rkey(c.f.mr->rkey);
-	if (KV_UNLESS(t, !kv_buf_alloc(t, &rbuf, 256), "receive buffer"))
-		goto out;
-	rsge = kv_sge(c.pd2, rbuf.dma, 256);
-	if (kv_post_recv(t, c.p.qp_b, 40, &rsge, 1))
-		goto out;
-	kv_fill(c.buf.va, 64, 9);
-	sge = kv_sge(c.pd, c.buf.dma, 64);
-	if (kv_post_send_inv(t, c.p.qp_a, 41, &sge, rkey))
-		goto out;
-	if (kv_expect(t, "SEND_WITH_INV", c.p.cq_a, 41, IB_WC_REM_INV_REQ_ERR,
-		      0, NULL))
-		goto out;
-	if (kv_expect(t, "its receive", c.p.cq_b, 40, IB_WC_REM_INV_REQ_ERR, 0,
-		      NULL))
-		goto out;
-	if (KV_UNLESS(t, kv_qp_state(c.p.qp_b) == IB_QPS_ERR,
-		      "responder QP state %d, expected ERR", kv_qp_state(c.p.qp_b)))
-		goto out;
-	if (KV_UNLESS(t, kv_qp_state(c.p.qp_a) == IB_QPS_ERR,
-		      "requester QP state %d, expected ERR", kv_qp_state(c.p.qp_a)))
-		goto out;
-
-	/* the MR is still valid: a fresh pair in its PD writes through it */
-	if (kv_pair_create(t, &p2, c.pd, c.pd))
-		goto out;
-	kv_fill(c.buf.va, KV_MR_LEN, 10);
-	sge = kv_sge(c.pd, c.buf.dma, KV_MR_LEN);
-	if (kv_post_rdma(t, p2.qp_a, IB_WR_RDMA_WRITE, 42, &sge,
-			 c.f.mr->iova, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "WRITE after the refused invalidation", p2.cq_a, 42,
-		      IB_WC_SUCCESS, IB_WC_RDMA_WRITE, NULL))
-		goto out;
-	kv_fmr_check(t, &c.f, 0, KV_MR_LEN, 10);
-out:
-	kv_pair_destroy(&p2);
-	kv_buf_free(t, &rbuf);
-	kv_ctx_fini(t, &c);
-}
-
-static void kv_case_send_inv_bad_rkey(struct kv_test *t)
-{
-	kv_send_inv_refused(t, false);
-}
-
-static void kv_case_send_inv_other_pd(struct kv_test *t)
-{
-	kv_send_inv_refused(t, true);
-}
-
-/*
- * LOCAL_INV of a key that names no MR (wrong key byte) and of another PD's
- * MR: IB_WC_LOC_QP_OP_ERR (as rxe), the QP in error, the MR still valid.
- */
-static void kv_case_local_inv_refused(struct kv_test *t)
-{
-	struct kv_ctx c;
-	struct kv_pair p2 = {};
-
-	if (kv_ctx_init(t, &c, true, 64))
-		goto out;
-	if (kv_fmr_setup(t, &c.f, c.pd, c.p.qp_a, c.p.cq_a))
-		goto out;
-	if (kv_post_local_inv(t, c.p.qp_a, 50, ib_inc_rkey(c.f.mr->rkey)))
-		goto out;
-	if (kv_expect(t, "LOCAL_INV of a wrong key", c.p.cq_a, 50,
-		      IB_WC_LOC_QP_OP_ERR, 0, NULL))
-		goto out;
-	if (KV_UNLESS(t, kv_qp_state(c.p.qp_a) == IB_QPS_ERR,
-		      "QP state %d after a failed LOCAL_INV", kv_qp_state(c.p.qp_a)))
-		goto out;
-	/* qp_b is in the other PD */
-	if (kv_post_local_inv(t, c.p.qp_b, 51, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "LOCAL_INV of another PD's MR", c.p.cq_b, 51,
-		      IB_WC_LOC_QP_OP_ERR, 0, NULL))
-		goto out;
-	/* neither invalidated it: a QP of its PD can */
-	if (kv_pair_create(t, &p2, c.pd, c.pd))
-		goto out;
-	if (kv_post_local_inv(t, p2.qp_a, 52, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "LOCAL_INV in the MR's PD", p2.cq_a, 52,
-		      IB_WC_SUCCESS, IB_WC_LOCAL_INV, NULL))
-		goto out;
-out:
-	kv_pair_destroy(&p2);
-	kv_ctx_fini(t, &c);
-}
-
-/*
- * More pages than max_num_sg: ib_alloc_mr() beyond the device limit fails
- * cleanly; ib_map_mr_sg() maps only what fits, REG_MR registers that
- * much, and a WRITE past it is refused.
- */
-static void kv_case_map_too_many(struct kv_test *t)
+/* map_too_many: ib_alloc_mr() beyond the device limit fails cleanly. */
+static int kv_alloc_too_big(struct kv_test *t, struct kv_ctx *c)
 {
 	u32 limit = t->dev->attrs.max_fast_reg_page_list_len;
-	struct ib_mr *big;
-	struct kv_ctx c;
-	struct ib_sge sge;
-	u32 len;
-	int n;
+	struct ib_mr *big = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, limit + 1);
 
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN))
-		goto out;
-	big = ib_alloc_mr(c.pd, IB_MR_TYPE_MEM_REG, limit + 1);
 	if (!IS_ERR(big))
 		ib_dereg_mr(big);
 	if (KV_UNLESS(t, IS_ERR(big) && PTR_ERR(big) == -EINVAL,
 		      "ib_alloc_mr(%u > max_fast_reg_page_list_len): %ld",
 		      limit + 1, IS_ERR(big) ? PTR_ERR(big) : 0L))
-		goto out;
-	if (kv_fmr_alloc(t, &c.f, c.pd, 2))
-		goto out;
-	n = kv_fmr_map(t, &c.f, KV_FIRST_OFF, KV_LAST_LEN, 0);
-	if (KV_UNLESS(t, n == 2, "ib_map_mr_sg mapped %d of %d entries into 2 pages",
-		      n, KV_PAGES))
-		goto out;
-	len = 2 * PAGE_SIZE - KV_FIRST_OFF;
-	if (KV_UNLESS(t, c.f.mr->length == len, "MR length %llu, expected %u",
-		      c.f.mr->length, len))
-		goto out;
-	if (kv_fmr_reg(t, &c.f, c.p.qp_b, c.p.cq_b))
-		goto out;
-	kv_fill(c.buf.va, len, 11);
-	sge = kv_sge(c.pd, c.buf.dma, len);
-	if (kv_post_rdma(t, c.p.qp_a, IB_WR_RDMA_WRITE, 60, &sge,
-			 c.f.mr->iova, c.f.mr->rkey))
-		goto out;
-	if (kv_expect(t, "WRITE of the mapped part", c.p.cq_a, 60,
-		      IB_WC_SUCCESS, IB_WC_RDMA_WRITE, NULL))
-		goto out;
-	if (kv_fmr_check(t, &c.f, 0, len, 11))
-		goto out;
-	/* one byte more than was mapped */
-	if (kv_write_refused(t, &c.p, c.pd, &c.buf, c.f.mr->iova, len + 1,
-			     c.f.mr->rkey))
-		goto out;
-	kv_fmr_check(t, &c.f, 0, len, 11);
-out:
-	kv_ctx_fini(t, &c);
+		return -EIO;
+	return 0;
 }
 
-/*
- * REG_MR with access rights no registration may have: remote write or
- * atomic without local write (what ib_check_mr_access() refuses for other
- * registrations) or a flag a fast-registration MR cannot have.
- * ib_post_send() refuses the WR, the QP stays usable and the MR invalid.
- */
-static void kv_case_reg_bad_access(struct kv_test *t)
-{
-	static const int bad_access[] = {
-		IB_ACCESS_REMOTE_WRITE,
-		IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_REMOTE_READ,
-		KV_FAST_ACCESS | IB_ACCESS_ON_DEMAND,
-	};
-	const struct ib_send_wr *bad;
-	struct ib_reg_wr wr;
-	struct kv_ctx c;
-	int i, n, err;
+/* map_too_many: ib_map_mr_sg() of 4 pages into a 2-page MR maps 2. */
+#define KV_TWO_LEN	(2 * PAGE_SIZE - KV_FIRST_OFF)
 
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN))
-		goto out;
-	if (kv_fmr_alloc(t, &c.f, c.pd, KV_PAGES))
-		goto out;
-	n = kv_fmr_map(t, &c.f, KV_FIRST_OFF, KV_LAST_LEN, KV_SG_OFF);
-	if (KV_UNLESS(t, n == KV_PAGES, "ib_map_mr_sg mapped %d", n))
-		goto out;
-	for (i = 0; i < ARRAY_SIZE(bad_access); i++) {
-		kv_reg_wr(&wr, c.f.mr, 70 + i, bad_access[i], true);
-		bad = NULL;
-		err = ib_post_send(c.p.qp_b, &wr.wr, &bad);
-		if (KV_UNLESS(t, err == -EINVAL && bad == &wr.wr,
-			      "REG_MR with access %#x: ib_post_send %d", bad_access[i],
-			      err))
-			goto out;
-	}
-	if (kv_expect_none(t, "after the refused REG_MRs", c.p.cq_b))
-		goto out;
-	if (KV_UNLESS(t, kv_qp_state(c.p.qp_b) == IB_QPS_RTS,
-		      "QP state %d after refused REG_MRs", kv_qp_state(c.p.qp_b)))
-		goto out;
-	/* the MR was never registered: its rkey is refused */
-	if (kv_write_refused(t, &c.p, c.pd, &c.buf, c.f.mr->iova, 64,
-			     c.f.mr->rkey))
-		goto out;
-	kv_fmr_check(t, &c.f, 0, 0, 0);
-out:
-	kv_ctx_fini(t, &c);
-}
-
-/*
- * REG_MR and a LOCAL_INV of the same key posted together, the REG_MR
- * unsignaled and not executed yet when LOCAL_INV is posted: send WRs run
- * in order, so the LOCAL_INV succeeds after the registration and the key
- * is dead. Also REG_MR of an MR that is still valid: IB_WC_LOC_QP_OP_ERR
- * (only a free MR may be registered).
- */
-static void kv_case_reg_inv_chain(struct kv_test *t)
+static int kv_map_two(struct kv_test *t, struct kv_ctx *c)
 {
-	const struct ib_send_wr *bad;
-	struct ib_send_wr inv = {
-		.wr_id = 81,
-		.opcode = IB_WR_LOCAL_INV,
-		.send_flags = IB_SEND_SIGNALED,
-	};
-	struct ib_reg_wr reg;
-	struct kv_pair p2 = {};
-	struct kv_ctx c;
 	int n;
 
-	if (kv_ctx_init(t, &c, false, KV_MR_LEN))
-		goto out;
-	if (kv_fmr_alloc(t, &c.f, c.pd, KV_PAGES))
-		goto out;
-	n = kv_fmr_map(t, &c.f, KV_FIRST_OFF, KV_LAST_LEN, KV_SG_OFF);
-	if (KV_UNLESS(t, n == KV_PAGES, "ib_map_mr_sg mapped %d", n))
-		goto out;
-	kv_reg_wr(&reg, c.f.mr, 80, KV_FAST_ACCESS, false);
-	inv.ex.invalidate_rkey = c.f.mr->rkey;
-	reg.wr.next = &inv;
-	if (KV_UNLESS(t, !ib_post_send(c.p.qp_b, &reg.wr, &bad),
-		      "posting REG_MR + LOCAL_INV"))
-		goto out;
-	if (kv_expect(t, "LOCAL_INV behind REG_MR", c.p.cq_b, 81,
-		      IB_WC_SUCCESS, IB_WC_LOCAL_INV, NULL))
-		goto out;
-	if (kv_expect_none(t, "unsignaled REG_MR", c.p.cq_b))
-		goto out;
-	kv_fill(c.buf.va, 64, 12);
-	if (kv_write_refused(t, &c.p, c.pd, &c.buf, c.f.mr->iova, 64,
-			     c.f.mr->rkey))
-		goto out;
-	if (kv_fmr_check(t, &c.f, 0, 0, 0))
-		goto out;
-
-	/* register it, then register it again while valid */
-	if (kv_pair_create(t, &p2, c.pd, c.pd))
-		goto out;
-	if (kv_fmr_reg(t, &c.f, p2.qp_a, p2.cq_a))
-		goto out;
-	kv_reg_wr(&reg, c.f.mr, 82, KV_FAST_ACCESS, true);
-	if (KV_UNLESS(t, !ib_post_send(p2.qp_a, &reg.wr, &bad), "posting REG_MR"))
-		goto out;
-	if (kv_expect(t, "REG_MR of a valid MR", p2.cq_a, 82,
-		      IB_WC_LOC_QP_OP_ERR, 0, NULL))
-		goto out;
-	if (KV_UNLESS(t, kv_qp_state(p2.qp_a) == IB_QPS_ERR,
-		      "QP state %d after a failed REG_MR", kv_qp_state(p2.qp_a)))
-		goto out;
-out:
-	kv_pair_destroy(&p2);
-	kv_ctx_fini(t, &c);
+	if (kv_fmr_alloc(t, &c->f, c->pd, 2))
+		return -ENOMEM;
+	n = kv_fmr_map(t, &c->f, KV_FIRST_OFF, KV_LAST_LEN, 0);
+	if (KV_UNLESS(t, n == 2, "ib_map_mr_sg mapped %d of %d entries into 2 pages",
+		      n, KV_PAGES))
+		return -EIO;
+	if (KV_UNLESS(t, c->f.mr->length == KV_TWO_LEN,
+		      "MR length %llu, expected %lu", c->f.mr->length, KV_TWO_LEN))
+		return -EIO;
+	return 0;
 }
 
 /*
- * SEND/RECV through pd->local_dma_lkey of kmalloc'ed memory and of
- * vmalloc'ed memory, mapped the only way DMA allows: page by page
- * (vmalloc_to_page + ib_dma_map_page), one SGE per page.
+ * dma_mr_send_recv: SEND/RECV through pd->local_dma_lkey of kmalloc'ed
+ * memory and of vmalloc'ed memory, mapped the only way DMA allows: page
+ * by page (vmalloc_to_page + ib_dma_map_page), one SGE per page.
  */
 #define KV_SLAB_LEN	300
 #define KV_VPAGES	2
 #define KV_VTAIL	1000
 
 /*
- * Post the 3-SGE RECV and SEND of kv_case_dma_mr_send_recv and check what
+ * Post the 3-SGE RECV and SEND of kv_dma_send_recv and check what
  * arrived: apart so that the case's frame stays small on KASAN kernels.
  */
 static noinline_for_stack int kv_dma_msg_run(struct kv_test *t,
@@ -1199,19 +1091,16 @@ static noinline_for_stack int kv_dma_msg_run(struct kv_test *t,
 	return 0;
 }
 
-static void kv_case_dma_mr_send_recv(struct kv_test *t)
+static int kv_dma_send_recv(struct kv_test *t, struct kv_ctx *c)
 {
 	u64 sdma[KV_VPAGES] = {}, rdma[KV_VPAGES] = {};
 	struct ib_sge ssge[KV_SGE], rsge[KV_SGE];
 	struct kv_buf sslab = {}, rslab = {};
 	u8 *svm = NULL, *rvm = NULL;
-	struct kv_ctx c;
+	int mapped = 0, err = -EIO;
 	u32 i;
-	int mapped = 0;
 	u8 *got;
 
-	if (kv_ctx_init(t, &c, false, 64))
-		goto out;
 	svm = vmalloc(KV_VPAGES * PAGE_SIZE);
 	rvm = vmalloc(KV_VPAGES * PAGE_SIZE);
 	if (KV_UNLESS(t, svm && rvm, "vmalloc failed"))
@@ -1234,13 +1123,13 @@ static void kv_case_dma_mr_send_recv(struct kv_test *t)
 			      "ib_dma_map_page failed"))
 			goto out;
 	}
-	ssge[0] = kv_sge(c.pd, sslab.dma, KV_SLAB_LEN);
-	ssge[1] = kv_sge(c.pd, sdma[0], PAGE_SIZE);
-	ssge[2] = kv_sge(c.pd, sdma[1], KV_VTAIL);
-	rsge[0] = kv_sge(c.pd, rslab.dma, KV_SLAB_LEN);
-	rsge[1] = kv_sge(c.pd, rdma[0], PAGE_SIZE);
-	rsge[2] = kv_sge(c.pd, rdma[1], PAGE_SIZE);
-	if (kv_dma_msg_run(t, &c, ssge, rsge))
+	ssge[0] = kv_sge(c->pd, sslab.dma, KV_SLAB_LEN);
+	ssge[1] = kv_sge(c->pd, sdma[0], PAGE_SIZE);
+	ssge[2] = kv_sge(c->pd, sdma[1], KV_VTAIL);
+	rsge[0] = kv_sge(c->pd, rslab.dma, KV_SLAB_LEN);
+	rsge[1] = kv_sge(c->pd, rdma[0], PAGE_SIZE);
+	rsge[2] = kv_sge(c->pd, rdma[1], PAGE_SIZE);
+	if (kv_dma_msg_run(t, c, ssge, rsge))
 		goto out;
 	if (KV_UNLESS(t, kv_mismatch(rslab.va, KV_SLAB_LEN, 13) < 0,
 		      "slab part of the message differs"))
@@ -1253,35 +1142,176 @@ static void kv_case_dma_mr_send_recv(struct kv_test *t)
 		if (KV_UNLESS(t, got[i] == KV_GUARD,
 			      "receive wrote past the message (byte %u)", i))
 			goto out;
+	err = 0;
 out:
 	for (i = 0; i < mapped; i++) {
 		ib_dma_unmap_page(t->dev, sdma[i], PAGE_SIZE, DMA_TO_DEVICE);
 		ib_dma_unmap_page(t->dev, rdma[i], PAGE_SIZE, DMA_FROM_DEVICE);
 	}
 	/* the QPs go before the memory their WRs named */
-	kv_pair_destroy(&c.p);
+	kv_pair_destroy(&c->p);
 	kv_buf_free(t, &sslab);
 	kv_buf_free(t, &rslab);
 	vfree(svm);
 	vfree(rvm);
-	kv_ctx_fini(t, &c);
+	return err;
 }
 
-static const struct {
-	const char *name;
-	void (*run)(struct kv_test *t);
-} kv_cases[] = {
-	{ "fastreg_write_read", kv_case_fastreg_write_read },
-	{ "local_inv", kv_case_local_inv },
-	{ "rereg_new_key", kv_case_rereg_new_key },
-	{ "send_with_inv", kv_case_send_with_inv },
-	{ "send_inv_bad_rkey", kv_case_send_inv_bad_rkey },
-	{ "send_inv_other_pd", kv_case_send_inv_other_pd },
-	{ "local_inv_refused", kv_case_local_inv_refused },
-	{ "map_too_many", kv_case_map_too_many },
-	{ "reg_bad_access", kv_case_reg_bad_access },
-	{ "reg_inv_chain", kv_case_reg_inv_chain },
-	{ "dma_mr_send_recv", kv_case_dma_mr_send_recv },
+/* ---- the table ---- */
+
+#define KV_ERR		IB_QPS_ERR
+
+/*
+ * send_inv_bad_rkey, send_inv_other_pd: SEND with Invalidate of an rkey b
+ * cannot invalidate (@key: another key byte, or a's MR in a's PD) is an
+ * invalid request (IBTA 10.6.7.2): a's SEND completes with
+ * IB_WC_REM_INV_REQ_ERR, b's receive with the same status, both QPs end
+ * in error and the MR stays valid: a fresh pair in its PD writes
+ * through it.
+ */
+#define KV_SEND_INV_REFUSED(k) ((const struct kv_step[]){ \
+	{ KV_RECV, KV_B, .len = KV_RBUF_LEN, \
+	  .status = IB_WC_REM_INV_REQ_ERR, .what = "its receive" }, \
+	{ KV_SEND_INV, KV_A, k, .seed = 9, .len = 64, \
+	  .status = IB_WC_REM_INV_REQ_ERR, .what = "SEND_WITH_INV" }, \
+	{ KV_STATE, KV_B, .arg = KV_ERR, .what = "responder" }, \
+	{ KV_STATE, KV_A, .arg = KV_ERR, .what = "requester" }, \
+	{ KV_PAIR }, \
+	{ KV_WRITE, KV_A2, .seed = 10, .len = KV_MR_LEN, \
+	  .what = "WRITE after the refused invalidation" }, \
+	{ KV_CHECK, .seed = 10, .len = KV_MR_LEN }, \
+	{} })
+
+static const struct kv_case kv_cases[] = {
+	/*
+	 * REG_MR of 4 non-contiguous pages with offsets; RDMA WRITE through
+	 * the rkey lands exactly there (also a WRITE across a page
+	 * boundary), RDMA READ returns exactly the MR's bytes.
+	 */
+	{ "fastreg_write_read", .buf_len = KV_MR_LEN, .mr = KV_MR_ON_B,
+	  .steps = (const struct kv_step[]){
+		{ KV_WRITE, KV_A, .seed = 1, .len = KV_MR_LEN, .what = "WRITE" },
+		{ KV_CHECK, .seed = 1, .len = KV_MR_LEN },
+		{ KV_CALL, .fn = kv_cross_page },
+		{ KV_READ, KV_A, .seed = 3, .len = KV_MR_LEN, .what = "READ" },
+		{ KV_CALL, .fn = kv_beside_mr },
+		{} } },
+	/*
+	 * IB_WR_LOCAL_INV on b, then a's WRITE with the old rkey:
+	 * REM_ACCESS_ERR, nothing written, both QPs in error.
+	 */
+	{ "local_inv", .buf_len = KV_MR_LEN, .mr = KV_MR_ON_B,
+	  .steps = (const struct kv_step[]){
+		{ KV_LINV, KV_B, .what = "LOCAL_INV" },
+		{ KV_REFUSED, .seed = 4, .len = KV_MR_LEN },
+		{ KV_CHECK },
+		{} } },
+	/*
+	 * LOCAL_INV, ib_update_fast_reg_key(), map again and REG_MR: the new
+	 * key works, the old one is refused.
+	 */
+	{ "rereg_new_key", .buf_len = KV_REREG_LEN, .mr = KV_MR_ON_B,
+	  .steps = (const struct kv_step[]){
+		{ KV_LINV, KV_B, .what = "LOCAL_INV" },
+		{ KV_CALL, .fn = kv_new_key },
+		{ KV_REG, KV_B, .what = "REG_MR" },
+		{ KV_WRITE, KV_A, .seed = 5, .len = KV_REREG_LEN,
+		  .what = "WRITE with the new key" },
+		{ KV_CHECK, .seed = 5, .len = KV_REREG_LEN },
+		{ KV_REFUSED, .key = KV_KEY_OLD, .seed = 6, .len = KV_REREG_LEN },
+		{ KV_CHECK, .seed = 5, .len = KV_REREG_LEN },
+		{} } },
+	/*
+	 * SEND with Invalidate from a names b's MR: b's receive completes
+	 * with IB_WC_WITH_INVALIDATE and the rkey, and the rkey is dead
+	 * afterwards.
+	 */
+	{ "send_with_inv", .buf_len = KV_MR_LEN, .mr = KV_MR_ON_B,
+	  .steps = (const struct kv_step[]){
+		{ KV_RECV, KV_B, .len = KV_RBUF_LEN, .what = "its receive" },
+		{ KV_SEND_INV, KV_A, .seed = 7, .len = 64, .what = "SEND_WITH_INV" },
+		{ KV_CALL, .fn = kv_inv_received },
+		{ KV_REFUSED, .seed = 8, .len = KV_MR_LEN },
+		{ KV_CHECK },
+		{} } },
+	{ "send_inv_bad_rkey", .buf_len = KV_MR_LEN, .mr = KV_MR_ON_B,
+	  .steps = KV_SEND_INV_REFUSED(KV_KEY_WRONG) },
+	{ "send_inv_other_pd", .two_pds = true, .buf_len = KV_MR_LEN,
+	  .mr = KV_MR_ON_A, .steps = KV_SEND_INV_REFUSED(KV_KEY_MR) },
+	/*
+	 * LOCAL_INV of a key that names no MR (wrong key byte) and of
+	 * another PD's MR: IB_WC_LOC_QP_OP_ERR (as rxe), the QP in error,
+	 * the MR still valid: a QP of its PD can invalidate it.
+	 */
+	{ "local_inv_refused", .two_pds = true, .buf_len = 64,
+	  .mr = KV_MR_ON_A, .steps = (const struct kv_step[]){
+		{ KV_LINV, KV_A, KV_KEY_WRONG, .status = IB_WC_LOC_QP_OP_ERR,
+		  .what = "LOCAL_INV of a wrong key" },
+		{ KV_STATE, KV_A, .arg = KV_ERR,
+		  .what = "after a failed LOCAL_INV" },
+		{ KV_LINV, KV_B, .status = IB_WC_LOC_QP_OP_ERR,
+		  .what = "LOCAL_INV of another PD's MR" },
+		{ KV_PAIR },
+		{ KV_LINV, KV_A2, .what = "LOCAL_INV in the MR's PD" },
+		{} } },
+	/*
+	 * More pages than max_num_sg: ib_alloc_mr() beyond the device limit
+	 * fails cleanly; ib_map_mr_sg() maps only what fits, REG_MR
+	 * registers that much, and a WRITE one byte past it is refused.
+	 */
+	{ "map_too_many", .buf_len = KV_MR_LEN,
+	  .steps = (const struct kv_step[]){
+		{ KV_CALL, .fn = kv_alloc_too_big },
+		{ KV_CALL, .fn = kv_map_two },
+		{ KV_REG, KV_B, .what = "REG_MR" },
+		{ KV_WRITE, KV_A, .seed = 11, .len = KV_TWO_LEN,
+		  .what = "WRITE of the mapped part" },
+		{ KV_CHECK, .seed = 11, .len = KV_TWO_LEN },
+		{ KV_REFUSED, .seed = 11, .len = KV_TWO_LEN + 1 },
+		{ KV_CHECK, .seed = 11, .len = KV_TWO_LEN },
+		{} } },
+	/*
+	 * REG_MR with access rights no registration may have: remote write
+	 * or atomic without local write (what ib_check_mr_access() refuses
+	 * for other registrations) or a flag a fast-registration MR cannot
+	 * have. ib_post_send() refuses the WR, the QP stays usable and the
+	 * MR invalid.
+	 */
+	{ "reg_bad_access", .buf_len = KV_MR_LEN, .mr = KV_MR_MAPPED,
+	  .steps = (const struct kv_step[]){
+		{ KV_REG_BAD, KV_B, .arg = IB_ACCESS_REMOTE_WRITE },
+		{ KV_REG_BAD, KV_B,
+		  .arg = IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_REMOTE_READ },
+		{ KV_REG_BAD, KV_B, .arg = KV_FAST_ACCESS | IB_ACCESS_ON_DEMAND },
+		{ KV_NONE, KV_B, .what = "after the refused REG_MRs" },
+		{ KV_STATE, KV_B, .arg = IB_QPS_RTS,
+		  .what = "after refused REG_MRs" },
+		{ KV_REFUSED, .len = 64 },
+		{ KV_CHECK },
+		{} } },
+	/*
+	 * REG_MR and a LOCAL_INV of the same key posted together, the REG_MR
+	 * unsignaled and not executed yet when LOCAL_INV is posted: send WRs
+	 * run in order, so the LOCAL_INV succeeds after the registration
+	 * and the key is dead. Also REG_MR of an MR that is still valid:
+	 * IB_WC_LOC_QP_OP_ERR (only a free MR may be registered).
+	 */
+	{ "reg_inv_chain", .buf_len = KV_MR_LEN, .mr = KV_MR_MAPPED,
+	  .steps = (const struct kv_step[]){
+		{ KV_REG_INV, KV_B, .what = "LOCAL_INV behind REG_MR" },
+		{ KV_NONE, KV_B, .what = "unsignaled REG_MR" },
+		{ KV_REFUSED, .seed = 12, .len = 64 },
+		{ KV_CHECK },
+		{ KV_PAIR },
+		{ KV_REG, KV_A2, .what = "REG_MR" },
+		{ KV_REG, KV_A2, .status = IB_WC_LOC_QP_OP_ERR,
+		  .what = "REG_MR of a valid MR" },
+		{ KV_STATE, KV_A2, .arg = KV_ERR, .what = "after a failed REG_MR" },
+		{} } },
+	{ "dma_mr_send_recv", .buf_len = 64,
+	  .steps = (const struct kv_step[]){
+		{ KV_CALL, .fn = kv_dma_send_recv },
+		{} } },
 };
 
 /* Our device's GID at gid_index and the MAC behind it. */
@@ -1335,7 +1365,7 @@ static int __init sroce_kverbs_init(void)
 	pr_info("1..%zu\n", ARRAY_SIZE(kv_cases));
 	for (i = 0; i < ARRAY_SIZE(kv_cases); i++) {
 		t->reason[0] = '\0';
-		kv_cases[i].run(t);
+		kv_case_run(t, &kv_cases[i], i + 1);
 		if (t->reason[0]) {
 			failed++;
 			pr_info("not ok %d %s # %s\n", i + 1, kv_cases[i].name,
