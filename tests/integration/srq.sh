@@ -46,13 +46,10 @@ barrier events
 
 # the port counters of an sroce guest and the netdev's and UDP's drop
 # counters, at the end (pass or fail), to tell where a lost packet went
-trap 'dump_counters; rm -f "$SROCE_PAIR_DIR/srq-type.$SROCE_ROLE"' EXIT
+trap dump_counters EXIT
 
-echo "$SROCE_DEV_TYPE" >"$SROCE_PAIR_DIR/srq-type.$SROCE_ROLE"
-barrier srq-type
-peer_type=$(cat "$SROCE_PAIR_DIR/srq-type.$SROCE_PEER_ROLE")
-# neither side removes its file before the other has read it
-barrier srq-type-read
+tell_peer dev-type "$SROCE_DEV_TYPE"
+peer_type=$(from_peer dev-type)
 
 # Up to 128 KiB messages where sroce requests; at most 8 packets where
 # rdma_rxe does: its requester can stall when the link's queue refuses a

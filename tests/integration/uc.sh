@@ -30,15 +30,6 @@ if [[ $SROCE_KERNEL == debug ]]; then
 fi
 port=18800
 
-# share NAME VALUE: give VALUE to the peer, print the peer's
-share() {
-	echo "$2" >"$SROCE_PAIR_DIR/uc-$1.$SROCE_ROLE"
-	barrier "uc-share-$1"
-	cat "$SROCE_PAIR_DIR/uc-$1.$SROCE_PEER_ROLE"
-	# neither side removes its file before the other has read it
-	barrier "uc-shared-$1"
-}
-
 # tx_errors, or - on rxe, which has no such counter
 tx_errors() {
 	if [[ $SROCE_DEV_TYPE == sroce ]]; then
@@ -53,7 +44,8 @@ tx_errors() {
 trap 'dump_counters; rm -f "$SROCE_PAIR_DIR"/uc-*."$SROCE_ROLE"' EXIT
 
 idx=$(gid_index "$SROCE_DEV" 4)
-peer_type=$(share type "$SROCE_DEV_TYPE")
+tell_peer dev-type "$SROCE_DEV_TYPE"
+peer_type=$(from_peer dev-type)
 
 # Up to 128 KiB messages where sroce requests. Where rdma_rxe requests,
 # at most 8 packets: rxe's requester drops a packet its qdisc refuses
@@ -77,7 +69,8 @@ for sender in a b; do
 	grep -q "^msg: uc .*, 0 failures: PASS$" "$out" || fail "$name: no PASS line"
 	tx=-
 	[[ $tx_before != - ]] && tx=$(($(tx_errors) - tx_before))
-	peer_tx=$(share "tx-$sender" "$tx")
+	tell_peer "tx-$sender" "$tx"
+	peer_tx=$(from_peer "tx-$sender")
 	[[ $sender == "$SROCE_ROLE" ]] && continue
 	lost=$(sed -n 's/^msg: uc receiver, .* \([0-9]*\) lost, .*/\1/p' "$out")
 	[[ $lost =~ ^[0-9]+$ ]] || fail "$name: no count of lost messages"
