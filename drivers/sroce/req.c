@@ -15,6 +15,7 @@
 #include <linux/bitops.h>
 #include <linux/jiffies.h>
 #include <linux/rcupdate.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
@@ -877,6 +878,11 @@ static void sroce_tx_acct_put(struct sroce_tx_acct *acct)
 /*
  * Runs wherever the stack frees the packet, possibly under a transmit
  * queue's lock: never transmit from here, let req.work do it.
+ *
+ * A qdisc or a slow NIC may hold the packet after its QP, its device and
+ * every verbs user are gone, so each charged packet holds a reference on
+ * this module (sroce_req_charge()): rmmod is refused while one is held,
+ * and this code stays mapped until the last of them returns here.
  */
 static void sroce_req_skb_destructor(struct sk_buff *skb)
 {
@@ -892,17 +898,20 @@ static void sroce_req_skb_destructor(struct sk_buff *skb)
 		rcu_read_unlock();
 	}
 	sroce_tx_acct_put(acct);
+	module_put(THIS_MODULE);
 }
 
 /*
  * destructor_arg is free: only zero-copy skbs from sockets
  * (SKBFL_ZEROCOPY_ENABLE) use it, and clones, which share it, do not
- * inherit the destructor.
+ * inherit the destructor. Called from a verb or a QP's work, which the
+ * device (and so the module) outlives: __module_get() cannot fail here.
  */
 static void sroce_req_charge(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_tx_acct *acct = qp->req.tx;
 
+	__module_get(THIS_MODULE);
 	refcount_inc(&acct->ref);
 	atomic_inc(&acct->inflight);
 	skb_shinfo(skb)->destructor_arg = acct;
