@@ -313,6 +313,21 @@ static void sroce_mmap_free(struct rdma_user_mmap_entry *rdma)
 	kfree(entry);
 }
 
+/*
+ * The device is going away (rdma link delete, netdev removal, rmmod) while
+ * a process still has it open. Offering this op is what lets ib_core
+ * destroy that process's objects and unregister the device at once,
+ * instead of waiting for the process to close it (a process that never
+ * does would block the teardown forever). The process's ring mappings need
+ * no zapping: each mapped page holds its own reference (sroce_mmap()), no
+ * device register lies behind them, and with the objects destroyed the
+ * kernel reads and writes them no more, so they are plain memory of that
+ * process until it unmaps them. Its later verbs fail with EIO (ib_core).
+ */
+static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 int sroce_verbs_dev_init(struct sroce_dev *sdev)
 {
 	ida_init(&sdev->pdn_ida);
@@ -332,6 +347,7 @@ const struct ib_device_ops sroce_verbs_ops = {
 	.get_link_layer = sroce_get_link_layer,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.alloc_pd = sroce_alloc_pd,
 	.dealloc_pd = sroce_dealloc_pd,
 	.mmap = sroce_mmap,

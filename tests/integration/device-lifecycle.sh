@@ -6,8 +6,9 @@
 # (second device on a netdev, rxe* names, non-Ethernet netdevs), port state
 # following the netdev (admin down/up, carrier through a veth peer) with
 # the matching async events, removal when the netdev is unregistered (with
-# IB_EVENT_DEVICE_FATAL to a user holding the device) or
-# leaves the namespace, and rmmod with devices present followed by a
+# IB_EVENT_DEVICE_FATAL to a user holding the device, which does not delay
+# it) or leaves the namespace, and rmmod with devices present and a user
+# holding one (disassociated, not waited for), followed by a
 # kmemleak scan, a reload and a re-add.
 #
 # Works whether or not the harness created sroce0 (--no-device).
@@ -223,28 +224,28 @@ check_active sroce9 sv0
 ok "carrier on -> port ACTIVE"
 
 # --- the netdev going away ----------------------------------------------
-# A user holding the device hears IB_EVENT_DEVICE_FATAL; the device goes
-# once that user has closed it.
+# A user holding the device hears IB_EVENT_DEVICE_FATAL, and the device
+# goes at once: ib_core disassociates the user (its later verbs fail with
+# EIO) instead of waiting until it closes the device, which it may never do.
 events=$(mktemp)
 timeout 60 ibv_asyncwatch -d sroce9 >"$events" 2>&1 &
 watch_pid=$!
 wait_for 30 "ibv_asyncwatch to open sroce9" has_uverbs_open $watch_pid
 sleep 1	# from open() to its context (GET_CONTEXT)
-# The deletion waits until the device's last user has closed it: in the
-# background, while the user hears DEVICE_FATAL and closes, as it must.
 ip link del sv0 &
 del_pid=$!
 wait_for 10 "ibv_asyncwatch to see DEVICE_FATAL on sroce9" grep -q DEVICE_FATAL "$events"
 ok "ibv_asyncwatch saw DEVICE_FATAL when sroce9's netdev was deleted"
+# Within unregister_netdevice's 10 s: past it the kernel logs a leaked
+# netdev reference (which fails the run).
+wait_for 8 "ip link del sv0 to return while a user still holds sroce9" exited $del_pid
+wait "$del_pid" || fail "ip link del sv0 failed"
+kill -0 "$watch_pid" 2>/dev/null || fail "ibv_asyncwatch ended before the check"
+wait_for 10 "sroce9 removed with its netdev" dev_absent sroce9
+ok "deleting the netdev removed sroce9 while its user still ran"
 kill "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
 rm -f "$events"
-# Within unregister_netdevice's 10 s: past it the kernel logs a leaked
-# netdev reference (which fails the run).
-wait_for 8 "ip link del sv0 to return once the user closed sroce9" exited $del_pid
-wait "$del_pid" || fail "ip link del sv0 failed"
-wait_for 10 "sroce9 removed with its netdev" dev_absent sroce9
-ok "deleting the netdev removed sroce9"
 
 ip link add sv0 type veth peer name sv1
 ip link set sv0 up
@@ -268,7 +269,16 @@ ok "deleting the namespace (and its netdev) removed sroce9"
 ip link add sv0 type veth peer name sv1
 add_dev sroce9 sv0
 dev_exists $DEV || fail "$DEV vanished"
-rmmod sroce || fail "rmmod sroce with devices present"
+# A process holding $DEV with a QP and its mapped rings (ibv_rc_pingpong
+# waits for its peer with everything created) does not keep the module:
+# rmmod disassociates it.
+ibv_rc_pingpong -d $DEV -p 18940 >/dev/null 2>&1 &
+holder=$!
+wait_for 30 "ibv_rc_pingpong to listen" listening 18940
+rmmod sroce || fail "rmmod sroce with devices present and a user holding $DEV"
+kill -0 "$holder" 2>/dev/null || fail "ibv_rc_pingpong ended before rmmod"
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
 for d in $DEV sroce9; do
 	dev_absent "$d" || fail "$d still present after rmmod"
 done
