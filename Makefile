@@ -61,6 +61,9 @@ verify: $(VERIFY) $(UDCHECK) $(SRQCHECK) $(MCASTCHECK) $(FLUSHCHECK) $(MWCHECK) 
 # ... the one-operation checker of tests/integration/drop.sh.
 DROPCHECK := $(BUILD)/sroce-drop
 verify: $(DROPCHECK)
+# ... the ring scribbler of tests/integration/hostile-rings.sh.
+HOSTILECHECK := $(BUILD)/sroce-hostile-rings
+verify: $(HOSTILECHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -72,7 +75,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
-$(SRQCHECK) $(MWCHECK) $(MSGCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

@@ -463,8 +463,14 @@ int sroce_sq_fetch(struct sroce_qp *qp)
 {
 	struct sroce_sq *sq = &qp->sq;
 	u32 prod = sroce_queue_load_producer(&sq->queue);
+	u32 ahead = prod - sq->tail;
 
-	if (prod - sq->tail > sq->queue.num_entries)
+	/*
+	 * The kernel already took [tail, fetched): a producer more than a
+	 * ring ahead of tail, or behind fetched, was not written by an honest
+	 * provider, and the loop below would run up to 2^32 times with it.
+	 */
+	if (ahead > sq->queue.num_entries || ahead < sq->fetched - sq->tail)
 		return -EIO;
 	while (sq->fetched != prod) {
 		sroce_sq_fetch_one(qp, sq->fetched);
