@@ -33,7 +33,14 @@
 #define SROCE_ACKREQ_INTERVAL	32
 /* Packets built per hold of sq_lock. */
 #define SROCE_REQ_BATCH		16
-/* Payloads from this size on reference MR pages instead of copying. */
+/*
+ * RC payloads from this size on reference MR pages instead of copying.
+ * Only RC: its WQE completes on the ACK, once the responder has every
+ * packet, so a copy still held by a qdisc is a duplicate whose bytes no
+ * one takes. UD and UC complete when the last packet is built, after which
+ * the application may rewrite the buffer while the packet still waits to
+ * leave: they copy.
+ */
 #define SROCE_ZCOPY_MIN		512
 /* Request packets a QP may have in the IP stack and NIC queues. */
 #define SROCE_TX_INFLIGHT_HIGH	64
@@ -558,7 +565,7 @@ static int sroce_req_fill_sgl(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	bool zcopy = false;
 	int frags, err;
 
-	if (p->payload >= SROCE_ZCOPY_MIN) {
+	if (p->payload >= SROCE_ZCOPY_MIN && qp->ibqp.qp_type == IB_QPT_RC) {
 		frags = sroce_sgl_frags(qp->sdev, qp->ibqp.pd, sgl,
 					wqe->num_sge, p->offset, p->payload);
 		if (frags < 0)

@@ -310,6 +310,32 @@ pair() {
 	barrier "$name"
 }
 
+# hold_roce_egress RATE [LIMIT]: RoCEv2 over IPv4 (UDP 4791) leaves
+# $SROCE_NETDEV through a tbf at RATE holding up to LIMIT bytes (default
+# 1 MB); other traffic passes. Unlike netem, tbf keeps each packet's owner
+# (its destructor runs when it leaves), as a slow NIC does. Undo with
+# release_roce_egress; roce_egress_backlog prints the packets held.
+hold_roce_egress() {
+	local nd=$SROCE_NETDEV
+	modprobe -qa sch_prio sch_tbf cls_u32 2>/dev/null || true
+	tc qdisc replace dev "$nd" root handle 1: prio
+	tc qdisc add dev "$nd" parent 1:3 handle 30: tbf rate "$1" burst 1600 \
+		limit "${2:-1000000}"
+	tc filter add dev "$nd" parent 1: protocol ip u32 \
+		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:3
+}
+
+release_roce_egress() {
+	tc qdisc del dev "$SROCE_NETDEV" root 2>/dev/null || true
+}
+
+roce_egress_backlog() {
+	tc -s qdisc show dev "$SROCE_NETDEV" | awk '
+		$1 == "qdisc" { tbf = ($2 == "tbf") }
+		tbf && $1 == "backlog" { sub("p", "", $3); n = $3 }
+		END { print n + 0 }'
+}
+
 # check_pings FILE PREFIX SIZE COUNT: every "<PREFIX>ping data: ..." line of
 # FILE (rping -v) is the text rping builds for ping 0, 1, ... (rdma-ping-N:
 # then a rotating run of ASCII 'A'..'z'), and there are exactly COUNT.

@@ -30,20 +30,13 @@ qdisc=0 pid=
 
 cleanup() {
 	[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-	((qdisc == 0)) || tc qdisc del dev "$nd" root 2>/dev/null || true
+	((qdisc == 0)) || release_roce_egress
 	return 0
 }
 trap cleanup EXIT
 
-# held: packets the RoCE band's tbf holds now (0 without one).
-held() {
-	tc -s qdisc show dev "$nd" | awk '$1 == "qdisc" { tbf = ($2 == "tbf") }
-		tbf && $1 == "backlog" { sub("p", "", $3); n = $3 }
-		END { print n + 0 }'
-}
-
 # holds N: the tbf holds at least N packets.
-holds() { (($(held) >= $1)); }
+holds() { (($(roce_egress_backlog) >= $1)); }
 
 idx=$(gid_index "$SROCE_DEV" 4)
 if [[ $SROCE_ROLE == b ]]; then
@@ -56,32 +49,28 @@ if [[ $SROCE_ROLE == b ]]; then
 	wait "$pid" 2>/dev/null || true
 	pid=
 else
-	modprobe -qa sch_prio sch_tbf cls_u32 2>/dev/null || true
-	tc qdisc replace dev "$nd" root handle 1: prio
+	hold_roce_egress 8kbit
 	qdisc=1
-	tc qdisc add dev "$nd" parent 1:3 handle 30: tbf rate 8kbit burst 1600 limit 1000000
-	tc filter add dev "$nd" parent 1: protocol ip u32 \
-		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:3
 	wait_peer_port "$port" 60
 	ibv_rc_pingpong -d "$SROCE_DEV" -g "$idx" -p "$port" \
 		-s 65536 -n 5 -m 1024 "$SROCE_PEER_IP" >"$SROCE_OUT/held-a.txt" 2>&1 &
 	pid=$!
 	wait_for 30 holds 20 ||
-		fail "the tbf holds $(held) packets, expected at least 20"
-	n=$(held)
+		fail "the tbf holds $(roce_egress_backlog) packets, expected at least 20"
+	n=$(roce_egress_backlog)
 	log "the tbf holds $n packets of the RC message"
 
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	pid=
 	with_timeout 20 rdma link delete "$SROCE_DEV" || fail "rdma link delete while packets are held"
-	n=$(held)
+	n=$(roce_egress_backlog)
 	((n > 0)) || fail "the tbf let its packets go early; nothing to test"
 	if out=$(rmmod sroce 2>&1); then
 		fail "rmmod sroce succeeded while the tbf held $n of its packets"
 	fi
 	log "rmmod refused while $n packets are held: $out"
-	tc qdisc del dev "$nd" root
+	release_roce_egress
 	qdisc=0
 	wait_for 10 rmmod sroce || fail "rmmod sroce after the held packets were freed"
 	log "rmmod sroce succeeded once the packets were freed"

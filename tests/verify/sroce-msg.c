@@ -5,8 +5,8 @@
  * ibv_srq_pingpong -c look at one byte per page of the last receive buffer
  * only; this looks at all of them.
  *
- *   sroce-msg -d DEV -g GIDX -t uc|srq [-S] [-q QPS] [-n MSGS] [-M MAX]
- *             [-w WIN] [-e SEED] [-p PORT] [-c HOST]
+ *   sroce-msg -d DEV -g GIDX -t uc|srq [-S] [-R] [-q QPS] [-n MSGS]
+ *             [-M MAX] [-w WIN] [-e SEED] [-p PORT] [-c HOST]
  *
  * The sender's SEED (default 1) counts; the receiver's -e is ignored.
  *
@@ -30,6 +30,11 @@
  * arrive exactly once; srq loses none. UC loses a whole message when any
  * of its packets is lost: the receiver reports the count ("N lost") for
  * the caller to compare with the counters of the link.
+ *
+ * With -R the sender overwrites each message's buffer as soon as its send
+ * completion arrives, as an application reusing its buffers may: a
+ * completion must mean that nothing still to be sent reads the buffer, so
+ * the receiver must see every message intact and none lost.
  *
  * The last line is "msg: ... F failures: PASS" (or FAIL); exit 1 on any
  * failed check, 2 when the run could not be set up.
@@ -73,7 +78,7 @@ struct ctl {
 
 enum { CTL_GO = 1, CTL_DONE, CTL_END };
 
-static bool uc;
+static bool uc, reuse;
 static unsigned int qps = 4, msgs = 198, max_size = 131072, win = 16;
 static unsigned int seed = 1;
 static uint32_t sizes[sizeof(size_table) / sizeof(size_table[0]) + 1];
@@ -298,6 +303,19 @@ static void send_one(unsigned int q, unsigned int j)
 		die("ibv_post_send");
 }
 
+/* -R: the buffer of the message @wc completed is the application's again. */
+static void overwrite(const struct ibv_wc *wc)
+{
+	unsigned int q;
+
+	for (q = 0; q < qps && qp[q]->qp_num != wc->qp_num; q++)
+		;
+	if (q == qps)
+		fatal("a completion of QP %u, not one of ours", wc->qp_num);
+	memset(buf + ((size_t)q * win + wc->wr_id % win) * slot_size, 0x5a,
+	       msg_size(wc->wr_id));
+}
+
 static void sender(void)
 {
 	unsigned int b, j, q, n, sent = 0;
@@ -321,14 +339,17 @@ static void sender(void)
 			       IBV_WC_RDMA_WRITE : IBV_WC_SEND),
 			      "send of message %" PRIu64 ": opcode %d",
 			      wc.wr_id, wc.opcode);
+			if (reuse)
+				overwrite(&wc);
 			sent++;
 		}
 		ctl_send(CTL_DONE, b);
 	}
 	/* the receiver has seen everything before the QPs go */
 	ctl_expect(CTL_END, b);
-	printf("msg: %s sender, %u QPs x %u messages of 1..%u bytes, seed %u, %u sent, %u failures: %s\n",
-	       uc ? "uc" : "srq", qps, msgs, max_size, seed, sent, failures,
+	printf("msg: %s sender, %u QPs x %u messages of 1..%u bytes, seed %u, %u sent%s, %u failures: %s\n",
+	       uc ? "uc" : "srq", qps, msgs, max_size, seed, sent,
+	       reuse ? " (buffers overwritten on completion)" : "", failures,
 	       failures ? "FAIL" : "PASS");
 }
 
@@ -542,12 +563,13 @@ int main(int argc, char **argv)
 	unsigned int q;
 	int gidx = -1, c;
 
-	while ((c = getopt(argc, argv, "d:g:t:Sq:n:M:w:e:p:c:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:t:SRq:n:M:w:e:p:c:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
 		case 't': type = optarg; break;
 		case 'S': send_side = true; break;
+		case 'R': reuse = true; break;
 		case 'q': qps = strtoul(optarg, NULL, 0); break;
 		case 'n': msgs = strtoul(optarg, NULL, 0); break;
 		case 'M': max_size = strtoul(optarg, NULL, 0); break;
@@ -585,7 +607,7 @@ int main(int argc, char **argv)
 	return failures ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: %s -d DEV -g GIDX -t uc|srq [-S] [-q QPS (1..%d)] [-n MSGS] [-M MAX] [-w WIN] [-e SEED] [-p PORT] [-c HOST]\n",
+	fprintf(stderr, "usage: %s -d DEV -g GIDX -t uc|srq [-S] [-R] [-q QPS (1..%d)] [-n MSGS] [-M MAX] [-w WIN] [-e SEED] [-p PORT] [-c HOST]\n",
 		argv[0], MAX_QPS);
 	return 2;
 }

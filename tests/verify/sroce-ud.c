@@ -4,8 +4,8 @@
  * ibv_ud_pingpong (rdma-core 44) does not do: it neither checks payloads
  * nor the GRH.
  *
- *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST]        (server)
- *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] PEER   (client)
+ *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] [-r]       (server)
+ *   sroce-ud -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] [-r] PEER  (client)
  *
  * The two sides exchange QPN, Q_Key and GID over TCP, then each side in
  * turn (client first) sends MSGS messages of pseudo-random sizes (0 bytes
@@ -22,6 +22,10 @@
  * payload were left alone. With -w, each sender first sends BADQKEY messages with a wrong
  * Q_Key, which the receiver must never see (the next message it receives
  * has to be the first good one).
+ *
+ * With -r a sender overwrites each message's buffer as soon as its send
+ * completion arrives, as an application reusing its buffers may: the
+ * completion must mean that nothing still to be sent reads the buffer.
  *
  * Prints one summary line per direction, with the number lost, and exits
  * non-zero on any mismatch.
@@ -296,6 +300,8 @@ static void post_send(int dir, unsigned int n, uint32_t qkey, bool imm)
 		die("ibv_post_send");
 }
 
+static bool reuse;	/* -r */
+
 static void wait_sends(unsigned int count)
 {
 	struct ibv_wc wc;
@@ -308,6 +314,9 @@ static void wait_sends(unsigned int count)
 		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_SEND)
 			mismatch(wc.wr_id, "send completion status %s opcode %d",
 				 ibv_wc_status_str(wc.status), wc.opcode);
+		if (reuse)
+			memset(g.buf + (WINDOW + wc.wr_id % WINDOW) * g.slot,
+			       0x5a, g.slot);
 	}
 }
 
@@ -557,7 +566,7 @@ int main(int argc, char **argv)
 	int gidx = -1, c;
 	bool server;
 
-	while ((c = getopt(argc, argv, "d:g:p:n:w:l:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:n:w:l:r")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
@@ -565,8 +574,9 @@ int main(int argc, char **argv)
 		case 'n': msgs = strtoul(optarg, NULL, 0); break;
 		case 'w': badq = strtoul(optarg, NULL, 0); break;
 		case 'l': max_lost = strtoul(optarg, NULL, 0); break;
+		case 'r': reuse = true; break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] [PEER]\n",
+			fprintf(stderr, "usage: %s -d DEV -g GIDX [-p PORT] [-n MSGS] [-w BADQKEY] [-l MAXLOST] [-r] [PEER]\n",
 				argv[0]);
 			return 2;
 		}
