@@ -848,6 +848,8 @@ drop:
 #define SROCE_RESP_TX_BATCH	64
 /* How long @tx_work waits for a full transmit queue, in 100 us steps. */
 #define SROCE_RESP_TX_RETRIES	200
+/* Replies a QP queues for @tx_work: every responder resource, and room. */
+#define SROCE_RESP_TX_QUEUE_MAX	(SROCE_MAX_RD_ATOMIC + 64)
 
 enum resp_tx_status {
 	RESP_TX_DONE,		/* everything sent */
@@ -996,7 +998,31 @@ static bool resp_tx_live(const struct sroce_qp *qp)
 	       state == IB_QPS_SQD;
 }
 
-/* Queue @r behind the replies already waiting for @tx_work. */
+/*
+ * An ACKNOWLEDGE queued behind another one that @tx_work has not started
+ * says everything that one says and more: take its place (under @tx_lock).
+ */
+static bool resp_defer_coalesce(struct sroce_resp_state *rs,
+				const struct resp_reply *r)
+{
+	struct resp_tx *last;
+
+	if (r->kind != REPLY_ACK || list_is_singular(&rs->tx_queue) ||
+	    list_empty(&rs->tx_queue))
+		return false;
+	last = list_last_entry(&rs->tx_queue, struct resp_tx, node);
+	if (last->r.kind != REPLY_ACK)
+		return false;
+	last->r = *r;
+	return true;
+}
+
+/*
+ * Queue @r behind the replies already waiting for @tx_work. A peer decides
+ * how many requests (duplicates included) arrive while transmit is busy:
+ * beyond SROCE_RESP_TX_QUEUE_MAX replies are dropped, as a lost reply
+ * would be (the requester retries).
+ */
 static void resp_defer(struct sroce_qp *qp, const struct resp_reply *r)
 {
 	struct sroce_resp_state *rs = &qp->resp;
@@ -1008,7 +1034,19 @@ static void resp_defer(struct sroce_qp *qp, const struct resp_reply *r)
 		return;		/* the requester retries */
 	tx->r = *r;
 	spin_lock_irqsave(&rs->tx_lock, flags);
+	if (resp_defer_coalesce(rs, r)) {
+		spin_unlock_irqrestore(&rs->tx_lock, flags);
+		kfree(tx);
+		return;
+	}
+	if (rs->tx_len >= SROCE_RESP_TX_QUEUE_MAX) {
+		spin_unlock_irqrestore(&rs->tx_lock, flags);
+		kfree(tx);
+		resp_count(qp, SROCE_RESP_DROPPED);
+		return;
+	}
 	list_add_tail(&tx->node, &rs->tx_queue);
+	rs->tx_len++;
 	if (!rs->tx_busy) {
 		rs->tx_busy = true;
 		refcount_inc(&qp->ref);	/* our caller holds one */
@@ -1057,6 +1095,7 @@ static void resp_tx_pop(struct sroce_resp_state *rs, struct resp_tx *tx)
 
 	spin_lock_irqsave(&rs->tx_lock, flags);
 	list_del(&tx->node);
+	rs->tx_len--;
 	spin_unlock_irqrestore(&rs->tx_lock, flags);
 	kfree(tx);
 }
@@ -1197,6 +1236,7 @@ void sroce_resp_cleanup(struct sroce_qp *qp)
 	list_for_each_entry_safe(tx, next, &rs->tx_queue, node)
 		kfree(tx);
 	INIT_LIST_HEAD(&rs->tx_queue);
+	rs->tx_len = 0;
 	kfree(rs->res);
 	rs->res = NULL;
 	rs->num_res = 0;

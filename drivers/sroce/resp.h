@@ -69,7 +69,7 @@ enum sroce_resp_msg {
  * a burst and anything behind them: those wait in @tx_queue, in order, for
  * @tx_work, which sends them from process context at the pace the
  * transmit queue takes them. @tx_lock (irqsave, innermost, never held
- * while transmitting) protects @tx_queue and @tx_busy; while @tx_busy,
+ * while transmitting) protects @tx_queue, @tx_len and @tx_busy; while @tx_busy,
  * @tx_work is queued or running and holds a reference on the QP.
  */
 struct sroce_resp_state {
@@ -107,8 +107,9 @@ struct sroce_resp_state {
 	unsigned int num_res;
 	unsigned int res_head;	/* next entry to overwrite */
 
-	spinlock_t tx_lock;	/* protects @tx_queue and @tx_busy */
+	spinlock_t tx_lock;	/* protects @tx_queue .. @tx_busy */
 	struct list_head tx_queue;
+	unsigned int tx_len;	/* replies in @tx_queue */
 	bool tx_busy;
 	struct work_struct tx_work;
 };
