@@ -64,6 +64,9 @@ verify: $(DROPCHECK)
 # ... the ring scribbler of tests/integration/hostile-rings.sh.
 HOSTILECHECK := $(BUILD)/sroce-hostile-rings
 verify: $(HOSTILECHECK)
+# ... the AH-of-another-PD checker of tests/integration/ah-pd.sh.
+AHPDCHECK := $(BUILD)/sroce-ahpd
+verify: $(AHPDCHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -75,7 +78,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
-$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

@@ -2,7 +2,7 @@
 /*
  * Address handles. Every AH gets an ah_num in sdev->ah_xa (the xarray
  * locks itself; lookups under RCU): user send WQEs name AHs by it, and
- * kernel UD sends go through the same lookup.
+ * kernel UD sends go through the same lookup, which checks the PD.
  */
 
 #include <linux/slab.h>
@@ -45,6 +45,7 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	err = sroce_av_from_ah_attr(sdev, init_attr->ah_attr, &ah->path->av);
 	if (err)
 		goto err_free;
+	ah->path->pd = ibah->pd;
 
 	xa_lock_irqsave(&sdev->ah_xa, flags);
 	err = __xa_alloc_cyclic(&sdev->ah_xa, &ah->ah_num, ah->path,
@@ -92,14 +93,16 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 	return 0;
 }
 
-int sroce_ah_path(struct sroce_dev *sdev, u32 ah_num, struct sroce_av *av)
+int sroce_ah_path(struct sroce_dev *sdev, struct ib_pd *pd, u32 ah_num,
+		  struct sroce_av *av)
 {
 	struct sroce_ah_path *path;
 	int err = -ENOENT;
 
 	rcu_read_lock();
 	path = xa_load(&sdev->ah_xa, ah_num);
-	if (path) {
+	/* Another PD's AH does not exist for this QP: same answer. */
+	if (path && path->pd == pd) {
 		sroce_av_copy(av, &path->av);
 		err = 0;
 	}

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Address handles: a resolved RoCEv2 path (struct sroce_av) for UD sends
- * and for rdma_cm. User AHs get an ah_num that send WQEs name.
+ * and for rdma_cm. Every AH gets an ah_num that send WQEs name. The
+ * numbers are per device, so any user can write any number into its own
+ * SQ ring: a number resolves only for a QP of the AH's PD.
  */
 #ifndef SROCE_AH_H
 #define SROCE_AH_H
@@ -17,6 +19,7 @@
  */
 struct sroce_ah_path {
 	struct sroce_av av;	/* immutable; route cache not initialised */
+	struct ib_pd *pd;	/* the AH's; outlives the AH */
 	struct rcu_head rcu;
 };
 
@@ -38,9 +41,10 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
 
 /*
  * Copy the path of @ah_num into @av (zeroed by the caller); -ENOENT when no
- * such AH exists. Any context.
+ * such AH exists in @pd (the sending QP's). Any context.
  */
-int sroce_ah_path(struct sroce_dev *sdev, u32 ah_num, struct sroce_av *av);
+int sroce_ah_path(struct sroce_dev *sdev, struct ib_pd *pd, u32 ah_num,
+		  struct sroce_av *av);
 
 void sroce_ah_table_init(struct sroce_dev *sdev);
 void sroce_ah_table_fini(struct sroce_dev *sdev);

@@ -836,7 +836,7 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	}
 	if (sroce_qp_is_ud(qp)) {
 		memset(ud_av, 0, sizeof(*ud_av));
-		if (sroce_ah_path(qp->sdev, wqe->ah_num, ud_av)) {
+		if (sroce_ah_path(qp->sdev, qp->ibqp.pd, wqe->ah_num, ud_av)) {
 			sroce_req_fail(qp, wqe, IB_WC_LOC_QP_OP_ERR, n);
 			return SROCE_REQ_STOP;
 		}
