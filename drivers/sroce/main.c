@@ -422,6 +422,8 @@ static void __exit sroce_exit(void)
 
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
 	sroce_net_module_exit();
+	/* QP paths that modify_qp replaced are freed by RCU callbacks. */
+	rcu_barrier();
 }
 
 module_init(sroce_init);

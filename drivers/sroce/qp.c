@@ -199,11 +199,53 @@ static int sroce_qp_respond(struct sroce_qp *qp, struct ib_udata *udata)
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
+/* ---- the path (struct sroce_qp.path) ---- */
+
+static struct sroce_qp_path *sroce_qp_path_alloc(void)
+{
+	struct sroce_qp_path *path = kzalloc(sizeof(*path), GFP_KERNEL);
+
+	if (path && sroce_av_cache_init(&path->av, GFP_KERNEL)) {
+		kfree(path);
+		path = NULL;
+	}
+	return path;
+}
+
+static void sroce_qp_path_free(struct sroce_qp_path *path)
+{
+	sroce_av_cache_destroy(&path->av);
+	kfree(path);
+}
+
+/* sroce_exit() waits for these with rcu_barrier(). */
+static void sroce_qp_path_free_rcu(struct rcu_head *head)
+{
+	sroce_qp_path_free(container_of(head, struct sroce_qp_path, rcu));
+}
+
+static struct sroce_qp_path *sroce_qp_path_locked(struct sroce_qp *qp)
+{
+	return rcu_dereference_protected(qp->path,
+					 lockdep_is_held(&qp->mutex));
+}
+
+int sroce_qp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	int err;
+
+	rcu_read_lock();
+	err = sroce_net_xmit(qp->sdev, sroce_qp_av(qp), skb);
+	rcu_read_unlock();
+	return err;
+}
+
 static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			   struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_qp_path *path;
 	int err;
 
 	switch (init->qp_type) {
@@ -256,9 +298,11 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (err)
 			goto err_sq;
 	}
-	err = sroce_av_cache_init(&qp->av, GFP_KERNEL);
-	if (err)
+	err = -ENOMEM;
+	path = sroce_qp_path_alloc();
+	if (!path)
 		goto err_rq;
+	RCU_INIT_POINTER(qp->path, path);
 	err = sroce_resp_init(qp);
 	if (err)
 		goto err_av;
@@ -279,7 +323,7 @@ err_qpn:
 err_resp:
 	sroce_resp_cleanup(qp);
 err_av:
-	sroce_av_cache_destroy(&qp->av);
+	sroce_qp_path_free(path);
 err_rq:
 	sroce_queue_free(&qp->rq.queue);
 err_sq:
@@ -318,7 +362,8 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_mw_qp_destroyed(sdev, ibqp);
 	sroce_req_cleanup(qp);
 	sroce_resp_cleanup(qp);
-	sroce_av_cache_destroy(&qp->av);
+	/* nothing reads the path any more: see above */
+	sroce_qp_path_free(rcu_dereference_protected(qp->path, true));
 	sroce_queue_free(&qp->rq.queue);
 	sroce_qp_free_sq(qp);
 	return 0;
@@ -490,11 +535,46 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	}
 }
 
+/*
+ * The path modify_qp publishes when @mask changes it (the AV, or the
+ * remote QPN that the UDP source port derives from), NULL when it does
+ * not, or an ERR_PTR. Under qp->mutex.
+ */
+static struct sroce_qp_path *sroce_qp_new_path(struct sroce_qp *qp,
+					       const struct ib_qp_attr *attr,
+					       int mask)
+{
+	struct sroce_qp_path *path;
+	u32 dest_qpn = qp->attr.dest_qpn;
+	int err;
+
+	if (!(mask & (IB_QP_AV | IB_QP_DEST_QPN)))
+		return NULL;
+	path = sroce_qp_path_alloc();
+	if (!path)
+		return ERR_PTR(-ENOMEM);
+	if (mask & IB_QP_AV) {
+		err = sroce_av_from_ah_attr(qp->sdev, &attr->ah_attr,
+					    &path->av);
+		if (err) {
+			sroce_qp_path_free(path);
+			return ERR_PTR(err);
+		}
+	} else {
+		sroce_av_copy(&path->av, &sroce_qp_path_locked(qp)->av);
+	}
+	if (mask & IB_QP_DEST_QPN)
+		dest_qpn = attr->dest_qp_num;
+	sroce_av_set_qpns(&path->av, qp->ibqp.qp_num, dest_qpn);
+	return path;
+}
+
 static int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			   int mask, struct ib_udata *udata)
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_comp_notify n = {};
+	struct sroce_qp_path *path = NULL;
 	enum ib_qp_state cur, new;
 	unsigned long flags;
 	int err;
@@ -515,18 +595,23 @@ static int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	err = sroce_qp_check_attr(qp, attr, mask);
 	if (err)
 		goto out;
-	if (mask & IB_QP_AV) {
-		err = sroce_av_from_ah_attr(qp->sdev, &attr->ah_attr, &qp->av);
-		if (err)
-			goto out;
+	path = sroce_qp_new_path(qp, attr, mask);
+	if (IS_ERR(path)) {
+		err = PTR_ERR(path);
+		path = NULL;
+		goto out;
 	}
 	err = sroce_resp_modify(qp, attr, mask);
 	if (err)
 		goto out;
 
 	sroce_qp_apply_attr(qp, attr, mask);
-	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
-		sroce_av_set_qpns(&qp->av, ibqp->qp_num, qp->attr.dest_qpn);
+	if (path) {
+		path = rcu_replace_pointer(qp->path, path,
+					   lockdep_is_held(&qp->mutex));
+		call_rcu(&path->rcu, sroce_qp_path_free_rcu);
+		path = NULL;
+	}
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	sroce_qp_set_state(qp, cur, new, attr, mask, &n);
@@ -536,6 +621,8 @@ static int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		sroce_comp_timers_stop(qp, false);
 out:
 	mutex_unlock(&qp->mutex);
+	if (path)
+		sroce_qp_path_free(path);
 	sroce_comp_notify(qp, &n);
 	if (!err && (new == IB_QPS_RTS || new == IB_QPS_ERR))
 		sroce_req_run(qp);
@@ -571,7 +658,8 @@ static int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	attr->sq_draining = attr->qp_state == IB_QPS_SQD && a->sq_draining;
 	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
-		sroce_av_to_ah_attr(&qp->av, &attr->ah_attr);
+		sroce_av_to_ah_attr(&sroce_qp_path_locked(qp)->av,
+				    &attr->ah_attr);
 	mutex_unlock(&qp->mutex);
 
 	attr->cap.max_send_wr = qp->sq.queue.num_entries;

@@ -8,6 +8,7 @@
 #define SROCE_QP_H
 
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/refcount.h>
 #include <linux/completion.h>
 #include <linux/spinlock.h>
@@ -211,6 +212,12 @@ struct sroce_comp {
 	struct timer_list rnr_timer;
 };
 
+/* A QP's path (struct sroce_qp.path): its route cache is initialised. */
+struct sroce_qp_path {
+	struct sroce_av av;
+	struct rcu_head rcu;
+};
+
 struct sroce_qp {
 	struct ib_qp ibqp;
 	struct sroce_dev *sdev;
@@ -236,7 +243,13 @@ struct sroce_qp {
 	 */
 	enum ib_qp_state state;
 	struct sroce_qp_attrs attr;	/* under @mutex, see struct */
-	struct sroce_av av;		/* under @mutex; stable in RTR/RTS */
+	/*
+	 * The path to the peer (RC/UC) and of every reply: never NULL.
+	 * modify_qp builds a new one and publishes it under @mutex; the
+	 * old one is freed after an RCU grace period. Transmit and receive
+	 * read it with sroce_qp_av() under rcu_read_lock(), never in place.
+	 */
+	struct sroce_qp_path __rcu *path;
 
 	/*
 	 * Lock order (outermost first):
@@ -271,6 +284,15 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct sroce_qp, ibqp);
 }
+
+/* The QP's current path; under rcu_read_lock() (not to be kept). */
+static inline struct sroce_av *sroce_qp_av(const struct sroce_qp *qp)
+{
+	return &rcu_dereference(qp->path)->av;
+}
+
+/* Transmit @skb (built for sroce_qp_av()) on the QP's current path. */
+int sroce_qp_xmit(struct sroce_qp *qp, struct sk_buff *skb);
 
 static inline enum ib_qp_state sroce_qp_state(const struct sroce_qp *qp)
 {

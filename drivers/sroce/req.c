@@ -814,7 +814,7 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	struct sroce_req *req = &qp->req;
 	struct sroce_swqe *wqe = sroce_sq_shadow(qp, req->cur);
 	u32 mtu = sroce_qp_is_ud(qp) ? sroce_ud_mtu(qp) : sroce_qp_mtu(qp);
-	struct sroce_req_pkt p = { .av = &qp->av };
+	struct sroce_req_pkt p = { .av = sroce_qp_av(qp) };
 	bool first, last;
 	int err;
 
@@ -995,13 +995,16 @@ static void sroce_req_pass(struct sroce_qp *qp)
 	__skb_queue_head_init(&q);
 	do {
 		memset(&n, 0, sizeof(n));
+		/* the QP's path (sroce_qp_av()) for building and sending */
+		rcu_read_lock();
 		spin_lock_irqsave(&qp->sq_lock, flags);
 		built = sroce_req_build(qp, &q, budget, &ud_av, &n);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 		while ((skb = __skb_dequeue(&q)))
 			sroce_net_xmit(qp->sdev, sroce_qp_is_ud(qp) ?
-				       &ud_av : &qp->av, skb);
+				       &ud_av : sroce_qp_av(qp), skb);
+		rcu_read_unlock();
 		sroce_comp_notify(qp, &n);
 	} while (built == budget);
 }

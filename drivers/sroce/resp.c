@@ -870,8 +870,10 @@ static struct sk_buff *resp_alloc_skb(struct sroce_qp *qp, u8 opcode,
 	const struct sroce_opcode_info *oi = sroce_opinfo(opcode);
 	struct sk_buff *skb;
 
-	skb = sroce_net_alloc_skb(qp->sdev, &qp->av, oi->hdr_len, linear,
-				  GFP_ATOMIC);
+	rcu_read_lock();
+	skb = sroce_net_alloc_skb(qp->sdev, sroce_qp_av(qp), oi->hdr_len,
+				  linear, GFP_ATOMIC);
+	rcu_read_unlock();
 	if (!skb)
 		return NULL;
 	sroce_bth_init((struct sroce_bth *)skb->data, opcode, false,
@@ -908,7 +910,7 @@ static enum resp_tx_status resp_xmit_ack(struct sroce_qp *qp,
 	if (r->kind == REPLY_ATOMIC_ACK)
 		sroce_atmack_set(resp_hdr(skb, opcode, SROCE_EXT_ATMACK),
 				 r->orig);
-	return resp_xmit_status(sroce_net_xmit(qp->sdev, &qp->av, skb));
+	return resp_xmit_status(sroce_qp_xmit(qp, skb));
 }
 
 static u8 resp_read_opcode(bool first, bool last)
@@ -939,7 +941,7 @@ static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 		kfree_skb(skb);
 		return -EFAULT;
 	}
-	return sroce_net_xmit(qp->sdev, &qp->av, skb);
+	return sroce_qp_xmit(qp, skb);
 }
 
 /*

@@ -79,7 +79,7 @@ static bool rx_qkey_ok(const struct sroce_qp *qp, const struct sk_buff *skb)
 /* A connected QP only hears from its peer, at the address it was given. */
 static bool rx_addr_ok(const struct sroce_qp *qp, const struct sk_buff *skb)
 {
-	const struct sroce_av *av = &qp->av;
+	const struct sroce_av *av = sroce_qp_av(qp);
 
 	if (sroce_pkt_c(skb)->network_type != av->network_type)
 		return false;
