@@ -377,6 +377,7 @@ static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
 		sroce_dev_fatal(sdev);
 		/* Synchronously: the netns may go right after the netdev. */
 		sroce_net_close(sdev);
+		sroce_qp_release_routes(sdev);
 		ib_unregister_device_queued(&sdev->ibdev);
 	} else {
 		sroce_port_update(sdev);

@@ -606,6 +606,11 @@ void sroce_av_cache_destroy(struct sroce_av *av)
 	dst_cache_destroy(&av->dst_cache);
 }
 
+void sroce_av_cache_release(struct sroce_av *av)
+{
+	dst_cache_reset_now(&av->dst_cache);
+}
+
 /* ---- transmit ---- */
 
 struct sk_buff *sroce_net_alloc_skb(struct sroce_dev *sdev,

@@ -148,6 +148,11 @@ void sroce_av_to_ah_attr(const struct sroce_av *av, struct rdma_ah_attr *attr);
 void sroce_av_copy(struct sroce_av *dst, const struct sroce_av *src);
 int sroce_av_cache_init(struct sroce_av *av, gfp_t gfp);
 void sroce_av_cache_destroy(struct sroce_av *av);
+/*
+ * Drop the cached routes now (an IPv6 route's dst->ops lives in its
+ * namespace, which must not outlive it). No transmit may use @av meanwhile.
+ */
+void sroce_av_cache_release(struct sroce_av *av);
 
 /*
  * Allocate a packet for av: headroom for link, IP and UDP headers, and

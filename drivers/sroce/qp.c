@@ -240,6 +240,29 @@ int sroce_qp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
 	return err;
 }
 
+void sroce_qp_release_routes(struct sroce_dev *sdev)
+{
+	struct sroce_qp *qp;
+	unsigned long qpn;
+	void *entry;
+
+	xa_for_each(&sdev->qp_xa, qpn, entry) {
+		qp = sroce_qp_get(sdev, qpn);
+		if (!qp)
+			continue;
+		mutex_lock(&qp->mutex);
+		sroce_av_cache_release(&sroce_qp_path_locked(qp)->av);
+		mutex_unlock(&qp->mutex);
+		sroce_qp_put(qp);
+	}
+	/*
+	 * A path replaced before the loop above reached its QP may still
+	 * cache routes until its RCU callback runs; replaced later, it
+	 * caches none (nothing transmits any more).
+	 */
+	rcu_barrier();
+}
+
 static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			   struct ib_udata *udata)
 {

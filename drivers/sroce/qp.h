@@ -294,6 +294,13 @@ static inline struct sroce_av *sroce_qp_av(const struct sroce_qp *qp)
 /* Transmit @skb (built for sroce_qp_av()) on the QP's current path. */
 int sroce_qp_xmit(struct sroce_qp *qp, struct sk_buff *skb);
 
+/*
+ * The netdev is going away: drop the routes every QP caches (their
+ * dst->ops live in its namespace). After sroce_net_close(), which stops
+ * transmit from using the caches. Process context.
+ */
+void sroce_qp_release_routes(struct sroce_dev *sdev);
+
 static inline enum ib_qp_state sroce_qp_state(const struct sroce_qp *qp)
 {
 	return READ_ONCE(qp->state);
