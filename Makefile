@@ -67,6 +67,9 @@ verify: $(HOSTILECHECK)
 # ... the AH-of-another-PD checker of tests/integration/ah-pd.sh.
 AHPDCHECK := $(BUILD)/sroce-ahpd
 verify: $(AHPDCHECK)
+# ... the QP holder of tests/integration/netns-route.sh.
+HOLDCHECK := $(BUILD)/sroce-hold
+verify: $(HOLDCHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -78,7 +81,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
-$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

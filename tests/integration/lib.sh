@@ -377,3 +377,53 @@ rping_status() {
 	log "rping hit its teardown race after the disconnect (status $rc)"
 }
 
+# udp_4791_sockets: UDP sockets bound to port 4791 in this namespace.
+udp_4791_sockets() {
+	ss -Hlun "sport = :4791" | wc -l
+}
+
+# netns_enter NS DEV: move this guest's netdev into a new network namespace
+# NS (which removes the harness's device on it), configure the same
+# addresses there and create the sroce device DEV on it from inside NS.
+# Checks that port 4791's UDP socket moves along.
+netns_enter() {
+	local ns=$1 ns_dev=$2 mtu sockets
+	mtu=$(cat "/sys/class/net/$SROCE_NETDEV/mtu")
+	sockets=$(udp_4791_sockets)
+	((sockets > 0)) || fail "no UDP socket on port 4791 before the move"
+	ip netns add "$ns"
+	ip link set "$SROCE_NETDEV" netns "$ns"
+	wait_for 10 test ! -e "/sys/class/infiniband/$SROCE_DEV" ||
+		fail "$SROCE_DEV stayed after its netdev left the namespace"
+	sockets=$(udp_4791_sockets)
+	((sockets == 0)) || fail "$sockets UDP sockets on port 4791 remain in the initial namespace"
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link set "$SROCE_NETDEV" mtu "$mtu" up
+	ip -n "$ns" addr add "$SROCE_LOCAL_IP/24" dev "$SROCE_NETDEV"
+	ip -n "$ns" -6 addr add "$SROCE_LOCAL_IP6/64" dev "$SROCE_NETDEV" nodad
+	ip netns exec "$ns" rdma link add "$ns_dev" type sroce netdev "$SROCE_NETDEV" ||
+		fail "rdma link add from inside the namespace"
+	wait_for 10 grep -q ACTIVE "/sys/class/infiniband/$ns_dev/ports/1/state" ||
+		fail "$ns_dev is not ACTIVE"
+	sockets=$(ip netns exec "$ns" ss -Hlun "sport = :4791" | wc -l)
+	((sockets > 0)) || fail "$ns_dev has no UDP socket on port 4791 in its namespace"
+	sockets=$(udp_4791_sockets)
+	((sockets == 0)) || fail "$ns_dev opened a socket in the initial namespace"
+	log "$ns_dev on $SROCE_NETDEV in namespace $ns; its UDP socket is there only"
+}
+
+# netns_leave NS: the netdev back in the initial namespace (NS deleted) with
+# its addresses and qdisc, and the harness's device on it again, as the
+# next test of this boot expects the guest.
+netns_leave() {
+	local ns=$1
+	ip -n "$ns" link set "$SROCE_NETDEV" netns 1 2>/dev/null || true
+	ip netns delete "$ns" 2>/dev/null || true
+	wait_for 10 test -e "/sys/class/net/$SROCE_NETDEV" || return 1
+	tc qdisc replace dev "$SROCE_NETDEV" root pfifo_fast
+	ip link set "$SROCE_NETDEV" up
+	ip addr replace "$SROCE_LOCAL_IP/24" dev "$SROCE_NETDEV"
+	ip -6 addr replace "$SROCE_LOCAL_IP6/64" dev "$SROCE_NETDEV" nodad
+	rdma link add "$SROCE_DEV" type sroce netdev "$SROCE_NETDEV" &&
+		wait_for 20 grep -q ACTIVE "/sys/class/infiniband/$SROCE_DEV/ports/1/state"
+}

@@ -29,57 +29,10 @@ counter() {
 	link_counter "$SROCE_DEV" "$1"
 }
 
-udp_4791_sockets() {
-	ss -Hlun "sport = :4791" | wc -l
-}
-
-# enter_namespace: move eth0 and the RDMA device into $NS, then run the
-# rest of this script in it with SROCE_DEV naming the new device.
-enter_namespace() {
-	local mtu sockets
-	mtu=$(cat "/sys/class/net/$SROCE_NETDEV/mtu")
-	sockets=$(udp_4791_sockets)
-	((sockets > 0)) || fail "no UDP socket on port 4791 before the move"
-	ip netns add "$NS"
-	ip link set "$SROCE_NETDEV" netns "$NS"
-	wait_for 10 test ! -e "/sys/class/infiniband/$SROCE_DEV" ||
-		fail "$SROCE_DEV stayed after its netdev left the namespace"
-	sockets=$(udp_4791_sockets)
-	((sockets == 0)) || fail "$sockets UDP sockets on port 4791 remain in the initial namespace"
-	ip -n "$NS" link set lo up
-	ip -n "$NS" link set "$SROCE_NETDEV" mtu "$mtu" up
-	ip -n "$NS" addr add "$SROCE_LOCAL_IP/24" dev "$SROCE_NETDEV"
-	ip -n "$NS" -6 addr add "$SROCE_LOCAL_IP6/64" dev "$SROCE_NETDEV" nodad
-	ip netns exec "$NS" rdma link add "$NS_DEV" type sroce netdev "$SROCE_NETDEV" ||
-		fail "rdma link add from inside the namespace"
-	wait_for 10 grep -q ACTIVE "/sys/class/infiniband/$NS_DEV/ports/1/state" ||
-		fail "$NS_DEV is not ACTIVE"
-	sockets=$(ip netns exec "$NS" ss -Hlun "sport = :4791" | wc -l)
-	((sockets > 0)) || fail "$NS_DEV has no UDP socket on port 4791 in its namespace"
-	sockets=$(udp_4791_sockets)
-	((sockets == 0)) || fail "$NS_DEV opened a socket in the initial namespace"
-	log "$NS_DEV on $SROCE_NETDEV in namespace $NS; its UDP socket is there only"
-}
-
-# leave_namespace: eth0 back in the initial namespace with its addresses
-# and qdisc, and the harness's device on it again, as the next test of
-# this boot expects the guest.
-leave_namespace() {
-	ip -n "$NS" link set "$SROCE_NETDEV" netns 1 2>/dev/null || true
-	ip netns delete "$NS" 2>/dev/null || true
-	wait_for 10 test -e "/sys/class/net/$SROCE_NETDEV" || return 1
-	tc qdisc replace dev "$SROCE_NETDEV" root pfifo_fast
-	ip link set "$SROCE_NETDEV" up
-	ip addr replace "$SROCE_LOCAL_IP/24" dev "$SROCE_NETDEV"
-	ip -6 addr replace "$SROCE_LOCAL_IP6/64" dev "$SROCE_NETDEV" nodad
-	rdma link add "$SROCE_DEV" type sroce netdev "$SROCE_NETDEV" &&
-		wait_for 20 grep -q ACTIVE "/sys/class/infiniband/$SROCE_DEV/ports/1/state"
-}
-
 # The sroce guest runs this script again inside the namespace.
 if [[ $SROCE_DEV_TYPE == sroce && -z ${SROCE_IN_NETNS:-} ]]; then
-	trap 'leave_namespace || { echo "FAIL: could not leave namespace $NS" >&2; exit 1; }' EXIT
-	enter_namespace
+	trap 'netns_leave "$NS" || { echo "FAIL: could not leave namespace $NS" >&2; exit 1; }' EXIT
+	netns_enter "$NS" "$NS_DEV"
 	status=0
 	SROCE_DEV=$NS_DEV SROCE_IN_NETNS=1 ip netns exec "$NS" bash "$0" "$@" || status=$?
 	exit "$status"
