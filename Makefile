@@ -70,6 +70,9 @@ verify: $(AHPDCHECK)
 # ... the QP holder of tests/integration/netns-route.sh.
 HOLDCHECK := $(BUILD)/sroce-hold
 verify: $(HOLDCHECK)
+# ... the path-change checker of tests/integration/path-modify.sh.
+PATHMODCHECK := $(BUILD)/sroce-pathmod
+verify: $(PATHMODCHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -81,7 +84,8 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
-$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
+	$(PATHMODCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

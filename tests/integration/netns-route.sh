@@ -9,10 +9,13 @@
 # the IPv6 GIDs, so the QP caches its route, then leaves the namespace
 # while still holding the QP. The namespace is deleted: the netdev (a
 # physical one) goes back to the initial namespace and the namespace is
-# freed while the device waits for its user. Only then is the QP
-# destroyed, which releases whatever route it still caches: on the debug
-# kernel a use-after-free there is a KASAN report. The device must go
-# away once its user is gone, and the netdev never be waited for.
+# dismantled while the device waits for its user. Only then is the QP
+# destroyed. The routes it cached must have been released when the
+# netdev left (else the release reaches the dismantled namespace's dst
+# ops: its counters are gone, and its memory goes at the next
+# namespace's dismantling). The device must go away once its user is
+# gone, the namespace be dismantled, the netdev never be waited for, and
+# the debug kernel report nothing (KASAN, kmemleak, lockdep).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -52,11 +55,13 @@ barrier route-traffic 120
 
 if [[ $SROCE_ROLE == a ]]; then
 	ip netns delete "$NS"
-	# The netdev comes back when the namespace is dismantled; the
-	# namespace is freed right after.
+	# The netdev comes back when the namespace is dismantled.
 	wait_for 30 test -e "/sys/class/net/$SROCE_NETDEV" ||
 		fail "$SROCE_NETDEV did not come back from the deleted namespace"
-	sleep 3
+	# Let the namespace's dismantling go as far as it does while the
+	# device waits for its user (ib_core holds the next namespace's
+	# dismantling back until then).
+	sleep 5
 	[[ -e /sys/class/infiniband/$NS_DEV ]] ||
 		fail "$NS_DEV went away while sroce-hold still holds its QP"
 	log "namespace $NS deleted while the QP is held"
@@ -69,10 +74,18 @@ wait "$HOLD_PID" || fail "sroce-hold failed"
 if [[ $SROCE_ROLE == a ]]; then
 	wait_for 30 test ! -e "/sys/class/infiniband/$NS_DEV" ||
 		fail "$NS_DEV stayed after its user was gone"
-	sleep 2
+	# With the limit at one namespace, a new one can be made only once
+	# none is left: $NS must be dismantled now.
+	limit=/proc/sys/user/max_net_namespaces
+	max=$(cat "$limit")
+	echo 1 >"$limit"
+	settled=0
+	wait_for 60 unshare -n true && settled=1
+	echo "$max" >"$limit"
+	((settled)) || fail "namespace $NS was not dismantled after its device went away"
 	! dmesg | grep -q "unregister_netdevice: waiting for" ||
 		fail "the kernel waited for a netdev reference"
-	log "QP destroyed after its namespace; $NS_DEV removed"
+	log "QP destroyed after its namespace; $NS_DEV removed, $NS dismantled"
 fi
 barrier route-done 120
 log "PASS"
