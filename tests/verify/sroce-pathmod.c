@@ -7,8 +7,8 @@
  * Two RC QPs, A and B, connected to each other through the device's own
  * GID GIDX. Each round, both post WINDOW SENDs of MSG_LEN bytes with a
  * pattern of the round and message to the other, and meanwhile A goes
- * RTS -> SQD -> SQD with a new path (traffic class, hop limit and flow
- * label, the last of which moves the UDP source port) -> RTS, so A's
+ * RTS -> SQD -> SQD with a new path (traffic class and flow label, which
+ * also moves the UDP source port) -> RTS, so A's
  * requester (finishing what it started) and responder (ACKs to B) send
  * while the path is replaced. Every send must complete successfully and
  * every message arrive intact and in order; query_qp must return the
@@ -131,18 +131,17 @@ static void change_path(struct ibv_qp *qp, int gidx, union ibv_gid dgid,
 	a.ah_attr.port_num = 1;
 	a.ah_attr.grh.dgid = dgid;
 	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = v & 1 ? 32 : 64;
-	a.ah_attr.grh.traffic_class = v & 2 ? 0x48 : 0;
-	a.ah_attr.grh.flow_label = v & 4 ? 0x1234 + v : 0;
+	/* ib_core sets a RoCE path's hop limit from the route */
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = v & 1 ? 0x48 : 0;
+	a.ah_attr.grh.flow_label = v & 2 ? 0x1234 + v : 0;
 	modify(qp, &a, IBV_QP_STATE | IBV_QP_AV, "modify SQD->SQD with a path");
 	if (ibv_query_qp(qp, &a, IBV_QP_AV, &init))
 		die("ibv_query_qp");
-	CHECK(a.ah_attr.grh.hop_limit == (v & 1 ? 32 : 64) &&
-	      a.ah_attr.grh.traffic_class == (v & 2 ? 0x48 : 0) &&
-	      a.ah_attr.grh.flow_label == (v & 4 ? 0x1234u + v : 0),
-	      "path variant %d: query_qp returned hop limit %u, class %u, flow %u",
-	      v, a.ah_attr.grh.hop_limit, a.ah_attr.grh.traffic_class,
-	      a.ah_attr.grh.flow_label);
+	CHECK(a.ah_attr.grh.traffic_class == (v & 1 ? 0x48 : 0) &&
+	      a.ah_attr.grh.flow_label == (v & 2 ? 0x1234u + v : 0),
+	      "path variant %d: query_qp returned class %u, flow %u", v,
+	      a.ah_attr.grh.traffic_class, a.ah_attr.grh.flow_label);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	modify(qp, &a, IBV_QP_STATE, "modify SQD->RTS");
