@@ -25,7 +25,7 @@ seconds=8
 objects() {
 	local r
 	for r in qp cq pd mr; do
-		rdma resource show "$r" dev "$SROCE_DEV" 2>/dev/null | grep -c . || true
+		dev_objects "$SROCE_DEV" "$r"
 	done | paste -sd' '
 }
 

@@ -209,6 +209,13 @@ kmemleak_check() {
 	[[ -z $report ]] || fail "kmemleak reports leaks:"$'\n'"$report"
 }
 
+# dev_objects DEV TYPE: how many objects of TYPE (pd cq qp mr srq ctx cm_id)
+# DEV holds, from restrack's summary ("0: sroce0: pd 1 cq 1 qp 1 ... srq 0").
+dev_objects() {
+	rdma resource show | awk -v dev="$1:" -v t="$2" '
+		$2 == dev { for (i = 3; i < NF; i++) if ($i == t) print $(i + 1) }'
+}
+
 # link_counter DEV NAME: port 1's counter NAME, read through rdma statistic
 # (netlink), which works in any network namespace; fails when absent.
 link_counter() {
