@@ -73,6 +73,9 @@ verify: $(HOLDCHECK)
 # ... the path-change checker of tests/integration/path-modify.sh.
 PATHMODCHECK := $(BUILD)/sroce-pathmod
 verify: $(PATHMODCHECK)
+# ... the object and memory limit checker of tests/integration/limits.sh.
+LIMITSCHECK := $(BUILD)/sroce-limits
+verify: $(LIMITSCHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -85,7 +88,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
-	$(PATHMODCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(PATHMODCHECK) $(LIMITSCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

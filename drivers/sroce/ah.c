@@ -39,9 +39,13 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
+	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_AH);
+	if (err)
+		return err;
+	err = -ENOMEM;
 	ah->path = kzalloc(sizeof(*ah->path), gfp);
 	if (!ah->path)
-		return -ENOMEM;
+		goto err_uncharge;
 	err = sroce_av_from_ah_attr(sdev, init_attr->ah_attr, &ah->path->av);
 	if (err)
 		goto err_free;
@@ -67,6 +71,8 @@ err_erase:
 	xa_erase_irq(&sdev->ah_xa, ah->ah_num);
 err_free:
 	kfree(ah->path);
+err_uncharge:
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_AH);
 	return err;
 }
 
@@ -90,6 +96,7 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 	__xa_erase(&sdev->ah_xa, ah->ah_num);
 	xa_unlock_irqrestore(&sdev->ah_xa, irqflags);
 	kfree_rcu(ah->path, rcu);
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_AH);
 	return 0;
 }
 

@@ -70,6 +70,16 @@ static inline void sroce_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
+static inline void sroce_vm_flags_set(struct vm_area_struct *vma,
+				      vm_flags_t flags)
+{
+#if SROCE_KERNEL_AT_LEAST(6, 3)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
 /*
  * The memory placement extensions (IBTA 1.5 annex A19: ATOMIC WRITE and
  * FLUSH) entered ib_verbs.h in 6.2. Their numbers are uverbs ABI, equal

@@ -35,6 +35,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct sroce_create_cq_arg *arg)
 {
 	struct ib_udata *udata = sroce_create_cq_udata(arg);
+	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
 	struct sroce_create_cq_resp resp = {};
 	int err;
@@ -46,12 +47,15 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
+	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_CQ);
+	if (err)
+		return err;
 	spin_lock_init(&cq->lock);
 	cq->is_user = !!udata;
 	err = sroce_queue_init(&cq->queue, sroce_cq_entries(attr->cqe),
 			       sizeof(struct sroce_cqe));
 	if (err)
-		return err;
+		goto err_uncharge;
 
 	if (udata) {
 		err = sroce_queue_mmap(&cq->queue, udata, &resp.cq);
@@ -66,12 +70,15 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 err_free:
 	sroce_queue_free(&cq->queue);
+err_uncharge:
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_CQ);
 	return err;
 }
 
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	sroce_queue_free(&to_scq(ibcq)->queue);
+	sroce_obj_uncharge(&to_sdev(ibcq->device)->limits, SROCE_OBJ_CQ);
 	return 0;
 }
 

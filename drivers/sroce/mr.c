@@ -79,12 +79,19 @@ static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
 	return 0;
 }
 
+/* NULL when out of memory or when the device holds max_mr MRs already. */
 static struct sroce_mr *sroce_mr_alloc(struct ib_pd *ibpd, int access)
 {
-	struct sroce_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	struct sroce_limits *limits = &to_sdev(ibpd->device)->limits;
+	struct sroce_mr *mr;
 
-	if (!mr)
+	if (sroce_obj_charge(limits, SROCE_OBJ_MR))
 		return NULL;
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	if (!mr) {
+		sroce_obj_uncharge(limits, SROCE_OBJ_MR);
+		return NULL;
+	}
 	mr->ibmr.pd = ibpd;
 	mr->access = access;
 	mr->state = SROCE_MR_VALID;
@@ -100,6 +107,8 @@ static void sroce_mr_free(struct sroce_mr *mr)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	kvfree(mr->fast_pages);
+	sroce_obj_uncharge(&to_sdev(mr->ibmr.pd->device)->limits,
+			   SROCE_OBJ_MR);
 	kfree_rcu(mr, rcu);
 }
 
@@ -141,7 +150,7 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	mr->type = SROCE_MR_FAST;
 	mr->state = SROCE_MR_INVALID;
 	mr->fast_max = max_num_sg;
-	mr->fast_pages = kvcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
+	mr->fast_pages = kvcalloc(max_num_sg, sizeof(u64), GFP_KERNEL_ACCOUNT);
 	if (!mr->fast_pages) {
 		err = -ENOMEM;
 		goto err_free;
@@ -297,7 +306,7 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 
 	max = (ib_umem_offset(mr->umem) + mr->length + PAGE_SIZE - 1) >>
 	      PAGE_SHIFT;
-	mr->pages = kvmalloc_array(max, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvmalloc_array(max, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT);
 	if (!mr->pages)
 		return -ENOMEM;
 	for_each_sgtable_page(sgt, &iter, 0) {

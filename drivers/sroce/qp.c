@@ -125,7 +125,7 @@ static int sroce_qp_init_sq(struct sroce_qp *qp, struct ib_qp_cap *cap)
 				  max_t(u32, sq->max_sge *
 					sizeof(struct sroce_sge),
 					sq->max_inline), 8);
-	sq->shadow = kvcalloc(entries, sq->shadow_stride, GFP_KERNEL);
+	sq->shadow = kvcalloc(entries, sq->shadow_stride, GFP_KERNEL_ACCOUNT);
 	if (!sq->shadow) {
 		sroce_queue_free(&sq->queue);
 		return -ENOMEM;
@@ -290,6 +290,9 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = sroce_qp_check_caps(init);
 	if (err)
 		return err;
+	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_QP);
+	if (err)
+		return err;
 
 	qp->sdev = sdev;
 	qp->is_user = !!udata;
@@ -306,7 +309,7 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->rq_post_lock);
 	err = sroce_req_init(qp);
 	if (err)
-		return err;
+		goto err_uncharge;
 	sroce_comp_timers_init(qp);
 
 	err = sroce_qp_init_sq(qp, &init->cap);
@@ -353,6 +356,8 @@ err_sq:
 	sroce_qp_free_sq(qp);
 err_req:
 	sroce_req_cleanup(qp);
+err_uncharge:
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_QP);
 	return err;
 }
 
@@ -389,6 +394,7 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_path_free(rcu_dereference_protected(qp->path, true));
 	sroce_queue_free(&qp->rq.queue);
 	sroce_qp_free_sq(qp);
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_QP);
 	return 0;
 }
 

@@ -9,9 +9,15 @@
 #include "queue.h"
 
 /*
- * vmalloc_user() memory: zeroed and mappable by remap_vmalloc_range(), so
- * the same buffer serves the provider's mapping and kernel consumers.
+ * Zeroed vmalloc memory, so the same buffer serves the provider's mapping
+ * (sroce_mmap() maps its pages) and kernel consumers. A process asks for
+ * up to tens of megabytes per QP: the pages are charged to its memory
+ * cgroup, and a charge or an allocation that fails makes the verb fail
+ * with -ENOMEM instead of waking the OOM killer or warning.
  */
+#define SROCE_RING_GFP (GFP_KERNEL_ACCOUNT | __GFP_ZERO | \
+			__GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 int sroce_queue_init(struct sroce_queue *q, u32 num_entries, u32 stride)
 {
 	if (!is_power_of_2(num_entries) || !stride)
@@ -20,7 +26,7 @@ int sroce_queue_init(struct sroce_queue *q, u32 num_entries, u32 stride)
 	q->stride = stride;
 	q->buf_len = PAGE_ALIGN(sroce_queue_bytes(num_entries, stride));
 	q->mmap_entry = NULL;
-	q->ctrl = vmalloc_user(q->buf_len);
+	q->ctrl = __vmalloc(q->buf_len, SROCE_RING_GFP);
 	return q->ctrl ? 0 : -ENOMEM;
 }
 

@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "compat.h"
+#include "limits.h"
 #include "mcast.h"
 #include "net.h"
 #include "resp.h"
@@ -79,6 +80,9 @@ struct sroce_dev {
 	enum ib_port_state port_state;
 	/* IB_EVENT_DEVICE_FATAL dispatched (the netdev is going); under RTNL. */
 	bool fatal_sent;
+
+	/* Objects held against the reported limits (limits.h); atomics. */
+	struct sroce_limits limits;
 
 	/* PD numbers; struct ida locks itself. */
 	struct ida pdn_ida;

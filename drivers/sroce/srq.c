@@ -102,9 +102,14 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->limit = 0;
 	spin_lock_init(&srq->lock);
 	spin_lock_init(&srq->post_lock);
+	err = sroce_obj_charge(&srq->sdev->limits, SROCE_OBJ_SRQ);
+	if (err)
+		return err;
 	err = ida_alloc_range(&sroce_srqn_ida, 1, SROCE_MAX_SRQ, GFP_KERNEL);
-	if (err < 0)
-		return err == -ENOSPC ? -ENOMEM : err;
+	if (err < 0) {
+		err = err == -ENOSPC ? -ENOMEM : err;
+		goto err_uncharge;
+	}
 	srq->srq_num = err;
 
 	entries = roundup_pow_of_two(max(attr->max_wr, 1U));
@@ -133,6 +138,8 @@ err_queue:
 	sroce_queue_free(&srq->rq.queue);
 err_ida:
 	ida_free(&sroce_srqn_ida, srq->srq_num);
+err_uncharge:
+	sroce_obj_uncharge(&srq->sdev->limits, SROCE_OBJ_SRQ);
 	return err;
 }
 
@@ -174,6 +181,7 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	sroce_queue_free(&srq->rq.queue);
 	ida_free(&sroce_srqn_ida, srq->srq_num);
+	sroce_obj_uncharge(&srq->sdev->limits, SROCE_OBJ_SRQ);
 	return 0;
 }
 

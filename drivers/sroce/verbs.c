@@ -45,12 +45,15 @@ static enum ib_mtu sroce_active_mtu(const struct net_device *ndev)
 /*
  * Features appear in device_cap_flags/atomic_cap/max_srq/... only once
  * they are implemented; the numeric limits are the transport's design
- * limits (sroce.h) that every verb enforces.
+ * limits (sroce.h) that every verb enforces, the object counts lowered by
+ * the module parameters the device was added with (limits.c).
  */
 static int sroce_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
 {
+	const u32 *max = to_sdev(ibdev)->limits.max;
+
 	if (udata && udata->inlen &&
 	    !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EINVAL;
@@ -60,7 +63,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.max_mr_size = SROCE_MAX_MR_SIZE,
 		.page_size_cap = PAGE_SIZE,
 		.vendor_id = SROCE_VENDOR_ID,
-		.max_qp = SROCE_MAX_QP,
+		.max_qp = max[SROCE_OBJ_QP],
 		.max_qp_wr = SROCE_MAX_QP_WR,
 		/*
 		 * REG_MR, LOCAL_INV and SEND with Invalidate (mr.c); memory
@@ -81,19 +84,19 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.max_send_sge = SROCE_MAX_SGE,
 		.max_recv_sge = SROCE_MAX_SGE,
 		.max_sge_rd = SROCE_MAX_SGE,
-		.max_cq = SROCE_MAX_CQ,
+		.max_cq = max[SROCE_OBJ_CQ],
 		.max_cqe = SROCE_MAX_CQE,
-		.max_mr = SROCE_MAX_MR,
-		.max_mw = SROCE_MAX_MW,
-		.max_pd = SROCE_MAX_PD,
+		.max_mr = max[SROCE_OBJ_MR],
+		.max_mw = max[SROCE_OBJ_MW],
+		.max_pd = max[SROCE_OBJ_PD],
 		.max_qp_rd_atom = SROCE_MAX_RD_ATOMIC,
 		.max_qp_init_rd_atom = SROCE_MAX_RD_ATOMIC,
-		.max_res_rd_atom = SROCE_MAX_RD_ATOMIC * SROCE_MAX_QP,
+		.max_res_rd_atom = SROCE_MAX_RD_ATOMIC * max[SROCE_OBJ_QP],
 		/* 64-bit CAS/FAA are CPU atomics on the target memory */
 		.atomic_cap = IB_ATOMIC_GLOB,
 		.masked_atomic_cap = IB_ATOMIC_NONE,
-		.max_ah = SROCE_MAX_AH,
-		.max_srq = SROCE_MAX_SRQ,
+		.max_ah = max[SROCE_OBJ_AH],
+		.max_srq = max[SROCE_OBJ_SRQ],
 		.max_srq_wr = SROCE_MAX_SRQ_WR,
 		.max_srq_sge = SROCE_MAX_SGE,
 		/* UD multicast (mcast.c) */
@@ -228,27 +231,39 @@ static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct sroce_alloc_pd_resp resp = {};
 	int pdn, err;
 
+	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_PD);
+	if (err)
+		return err;
 	/* pdn 0 is never handed out, so a zeroed pdn is never a valid PD. */
 	pdn = ida_alloc_range(&sdev->pdn_ida, 1, SROCE_MAX_PD, GFP_KERNEL);
-	if (pdn < 0)
-		return pdn == -ENOSPC ? -ENOMEM : pdn;
+	if (pdn < 0) {
+		err = pdn == -ENOSPC ? -ENOMEM : pdn;
+		goto err_uncharge;
+	}
 	pd->pdn = pdn;
 
 	if (udata) {
 		resp.pdn = pdn;
 		err = ib_copy_to_udata(udata, &resp,
 				       min(sizeof(resp), udata->outlen));
-		if (err) {
-			ida_free(&sdev->pdn_ida, pdn);
-			return err;
-		}
+		if (err)
+			goto err_free;
 	}
 	return 0;
+
+err_free:
+	ida_free(&sdev->pdn_ida, pdn);
+err_uncharge:
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_PD);
+	return err;
 }
 
 static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	ida_free(&to_sdev(ibpd->device)->pdn_ida, to_spd(ibpd)->pdn);
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+
+	ida_free(&sdev->pdn_ida, to_spd(ibpd)->pdn);
+	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_PD);
 	return 0;
 }
 
@@ -282,10 +297,32 @@ void sroce_mmap_remove(struct sroce_mmap_entry *entry)
 }
 
 /*
+ * Insert the ring's pages one by one, as remap_vmalloc_range() would; that
+ * one refuses buffers not from vmalloc_user(), which cannot charge them to
+ * the process (queue.c). Each inserted page holds a reference, so the
+ * mapping stays valid even after mmap_free has freed the buffer. A failure
+ * part way leaves a partial mapping that mmap's caller unmaps.
+ */
+static int sroce_map_ring(struct vm_area_struct *vma, void *buf)
+{
+	unsigned long off, len = vma->vm_end - vma->vm_start;
+	int err;
+
+	for (off = 0; off < len; off += PAGE_SIZE) {
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page(buf + off));
+		if (err)
+			return err;
+	}
+	sroce_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return 0;
+}
+
+/*
  * Rings are shared between the kernel and one process: a private (COW)
  * mapping would silently stop sharing, and nothing in them is code.
- * remap_vmalloc_range() takes a page reference per mapped page, so the
- * mapping stays valid even after mmap_free has freed the buffer.
+ * rdma_user_mmap_entry_get() admits only a mapping of the entry's exact
+ * length, so every page mapped belongs to the buffer.
  */
 static int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 {
@@ -300,7 +337,7 @@ static int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		return -EINVAL;
 
 	sroce_vm_flags_clear(vma, VM_MAYEXEC);
-	err = remap_vmalloc_range(vma, to_smmap(rdma)->buf, 0);
+	err = sroce_map_ring(vma, to_smmap(rdma)->buf);
 	rdma_user_mmap_entry_put(rdma);
 	return err;
 }
@@ -330,6 +367,7 @@ static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
 
 int sroce_verbs_dev_init(struct sroce_dev *sdev)
 {
+	sroce_limits_init(&sdev->limits);
 	ida_init(&sdev->pdn_ida);
 	return 0;
 }
@@ -337,6 +375,7 @@ int sroce_verbs_dev_init(struct sroce_dev *sdev)
 void sroce_verbs_dev_cleanup(struct sroce_dev *sdev)
 {
 	ida_destroy(&sdev->pdn_ida);
+	sroce_limits_cleanup(&sdev->limits);
 }
 
 const struct ib_device_ops sroce_verbs_ops = {
