@@ -19,6 +19,7 @@
 #include "cq.h"
 #include "mr.h"
 #include "psn.h"
+#include "srq.h"
 #include "wire.h"
 
 #define SROCE_RNR_RETRY_INFINITE	7
@@ -87,6 +88,10 @@ int sroce_comp_post(struct sroce_qp *qp, struct sroce_swqe *wqe,
 
 void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n)
 {
+	if (n->enter_error) {
+		n->enter_error = false;
+		sroce_qp_error(qp);	/* flushes and notifies on its own */
+	}
 	if (n->flush_rq) {
 		n->flush_rq = false;
 		sroce_rq_flush(qp, n);
@@ -101,6 +106,8 @@ void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n)
 		sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
 	if (n->last_wqe)
 		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+	if (n->srq_limit)
+		sroce_srq_limit_event(qp->srq);
 	memset(n, 0, sizeof(*n));
 }
 

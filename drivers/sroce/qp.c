@@ -777,7 +777,8 @@ out:
 }
 
 /* sroce_rq_peek() of a QP with an SRQ */
-static int sroce_rq_peek_srq(struct sroce_qp *qp, struct sroce_rwqe *wqe)
+static int sroce_rq_peek_srq(struct sroce_qp *qp, struct sroce_rwqe *wqe,
+			     struct sroce_comp_notify *n)
 {
 	struct sroce_rq *rq = &qp->rq;
 	bool limit_hit = false;
@@ -799,12 +800,12 @@ static int sroce_rq_peek_srq(struct sroce_qp *qp, struct sroce_rwqe *wqe)
 	}
 out:
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	if (limit_hit)
-		sroce_srq_limit_event(qp->srq);
+	n->srq_limit |= limit_hit;
 	return err;
 }
 
-int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe)
+int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
+		  struct sroce_comp_notify *n)
 {
 	struct sroce_rq *rq = &qp->rq;
 	const struct sroce_recv_wqe *slot;
@@ -813,7 +814,7 @@ int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe)
 	int len, err = 0;
 
 	if (qp->srq)
-		return sroce_rq_peek_srq(qp, wqe);
+		return sroce_rq_peek_srq(qp, wqe, n);
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	prod = sroce_queue_load_producer(&rq->queue);
 	if (prod == rq->consumer) {
@@ -847,7 +848,8 @@ out:
 }
 
 bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
-		       const struct sroce_cqe *cqe, bool solicited)
+		       const struct sroce_cqe *cqe, bool solicited,
+		       struct sroce_comp_notify *n)
 {
 	struct sroce_cq *cq = to_scq(qp->ibqp.recv_cq);
 	bool notify = false, done = false;
@@ -869,10 +871,8 @@ bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 	}
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 
-	if (notify)
-		sroce_cq_notify(cq);
-	if (err)
-		sroce_qp_error(qp);
+	n->recv_cq |= notify;
+	n->enter_error |= !!err;	/* the CQ overflowed */
 	return done;
 }
 

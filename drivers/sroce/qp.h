@@ -336,7 +336,9 @@ void sroce_qp_error(struct sroce_qp *qp);
 void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
 
 /*
- * Receive queue, for the responder (call with resp.lock held).
+ * Receive queue, for the responder (call with resp.lock held). Handlers
+ * and events they owe are recorded in @n, for sroce_comp_notify() once
+ * resp.lock is dropped.
  *
  * sroce_rq_peek() copies the oldest posted receive WQE into @wqe and
  * validates it without consuming it (with an SRQ: takes it from the SRQ,
@@ -349,9 +351,11 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
  * completions: it returns false when the WQE was flushed meanwhile (the
  * CQE is then not posted).
  */
-int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe);
+int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
+		  struct sroce_comp_notify *n);
 bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
-		       const struct sroce_cqe *cqe, bool solicited);
+		       const struct sroce_cqe *cqe, bool solicited,
+		       struct sroce_comp_notify *n);
 
 /*
  * Requester and completer (req.c, comp.c). sroce_req_run() sends what the
@@ -382,10 +386,12 @@ static inline struct sroce_swqe *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
 struct sroce_comp_notify {
 	bool send_cq;
 	bool recv_cq;
+	bool enter_error;	/* move the QP to the error state first */
 	bool flush_rq;		/* the QP entered the error state */
 	bool qp_fatal;		/* IB_EVENT_QP_FATAL */
 	bool sq_drained;	/* IB_EVENT_SQ_DRAINED */
 	bool last_wqe;		/* IB_EVENT_QP_LAST_WQE_REACHED (SRQ) */
+	bool srq_limit;		/* IB_EVENT_SRQ_LIMIT_REACHED on the QP's SRQ */
 };
 
 /* Flush the RQ if needed, call handlers, raise events; no QP lock held. */

@@ -7,7 +7,9 @@
  * (struct sroce_resp_state): PSN check, data placement, receive completion
  * and the decision what to answer. The answer (ACK, NAK, atomic ACK or
  * READ responses) is described in a struct resp_reply and transmitted after
- * the lock is dropped, so no lock is held across the IP stack. Long READ
+ * the lock is dropped, so no lock is held across the IP stack; the
+ * consumer's completion and event handlers the packet owes are called
+ * after it too (struct sroce_resp_state.owed). Long READ
  * responses are paced by a work item (resp_tx_work) instead of flooding
  * the transmit queue from softirq.
  *
@@ -136,7 +138,7 @@ static void resp_complete(struct sroce_qp *qp, struct sk_buff *skb,
 			cqe.src_qp = sroce_deth_sqp(deth);
 		}
 	}
-	sroce_rq_complete(qp, rs->wqe, &cqe, solicited);
+	sroce_rq_complete(qp, rs->wqe, &cqe, solicited, rs->owed);
 }
 
 /* Make rs->wqe the oldest posted receive WQE (it stays posted). */
@@ -147,7 +149,7 @@ static enum resp_status resp_get_wqe(struct sroce_qp *qp)
 
 	if (rs->have_wqe)
 		return RESP_OK;
-	err = sroce_rq_peek(qp, rs->wqe);
+	err = sroce_rq_peek(qp, rs->wqe, rs->owed);
 	if (err == -EAGAIN)
 		return RESP_RNR;
 	if (err)
@@ -1136,9 +1138,11 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_resp_state *rs = &qp->resp;
 	struct resp_reply reply = { .kind = REPLY_NONE };
+	struct sroce_comp_notify owed = {};
 	unsigned long flags;
 
 	spin_lock_irqsave(&rs->lock, flags);
+	rs->owed = &owed;
 	if (unlikely(rs->failed)) {
 		resp_count(qp, SROCE_RESP_DROPPED);
 	} else {
@@ -1156,12 +1160,14 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 		if (reply.fatal)
 			rs->failed = true;
 	}
+	rs->owed = NULL;
 	spin_unlock_irqrestore(&rs->lock, flags);
 
 	consume_skb(skb);
 	resp_reply_send(qp, &reply);
 	if (reply.fatal)
 		sroce_qp_error(qp);
+	sroce_comp_notify(qp, &owed);
 }
 
 /* ---- lifecycle ---- */

@@ -15,6 +15,7 @@
 
 struct ib_qp_attr;
 struct sk_buff;
+struct sroce_comp_notify;
 struct sroce_dev;
 struct sroce_qp;
 struct sroce_rwqe;
@@ -101,6 +102,14 @@ struct sroce_resp_state {
 	u64 write_va;		/* where the next payload goes */
 	u32 write_resid;	/* bytes still expected */
 	u32 write_len;		/* RETH DMA length */
+
+	/*
+	 * What the packet being handled owes consumers (receive CQ handler,
+	 * SRQ limit event, the error state): sroce_resp_rcv()'s record, set
+	 * while it holds @lock and delivered once it dropped it, so no
+	 * consumer callback runs under @lock.
+	 */
+	struct sroce_comp_notify *owed;
 
 	/* responder resources ring, max_dest_rd_atomic entries */
 	struct sroce_resp_res *res;

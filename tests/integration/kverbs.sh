@@ -4,10 +4,11 @@
 #
 # The kernel-verbs self-test: loads sroce_kverbs.ko (tests/kverbs), a
 # kernel consumer of sroce0 that runs fast-registration, LOCAL_INV, SEND
-# with Invalidate and local-DMA-lkey cases between two RC QPs of the device
-# connected to each other through its own GID. It prints KTAP to the kernel
-# log; every case listed below must report "ok", the plan must match, and
-# the module must unload leaving the device's resource counts as they were.
+# with Invalidate, local-DMA-lkey and completion-handler cases between two
+# RC QPs of the device connected to each other through its own GID. It
+# prints KTAP to the kernel log; every case listed below must report "ok",
+# the plan must match, and the module must unload leaving the device's
+# resource counts as they were.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -15,7 +16,7 @@ set -euo pipefail
 # The cases sroce_kverbs.ko runs, in order (its kv_cases[]).
 CASES=(fastreg_write_read local_inv rereg_new_key send_with_inv
 	send_inv_bad_rkey send_inv_other_pd local_inv_refused map_too_many
-	reg_bad_access reg_inv_chain dma_mr_send_recv)
+	reg_bad_access reg_inv_chain dma_mr_send_recv handler_unlocked)
 
 [[ $SROCE_DEV_TYPE == sroce ]] || fail "needs an sroce device"
 module=${SROCE_KVERBS_MODULE:-}

@@ -1157,6 +1157,109 @@ out:
 	return err;
 }
 
+/*
+ * A consumer's completion handler is not called under the responder's
+ * lock: a receive arriving in softirq finds its handler with interrupts
+ * on (the lock is taken with interrupts off), and the handler may use the
+ * QP at once: it polls the receive and posts the next one.
+ */
+struct kv_handler_seen {
+	struct ib_qp *qp;
+	struct ib_sge sge;
+	atomic_t calls;
+	atomic_t irqs_off;
+	atomic_t reposted;
+	struct ib_wc wc;
+};
+
+static void kv_recv_handler(struct ib_cq *cq, void *ctx)
+{
+	struct kv_handler_seen *seen = ctx;
+	const struct ib_recv_wr *bad;
+	struct ib_recv_wr wr = {
+		.wr_id = 71, .sg_list = &seen->sge, .num_sge = 1,
+	};
+
+	if (irqs_disabled())
+		atomic_inc(&seen->irqs_off);
+	if (ib_poll_cq(cq, 1, &seen->wc) == 1 &&
+	    !ib_post_recv(seen->qp, &wr, &bad))
+		atomic_inc(&seen->reposted);
+	atomic_inc(&seen->calls);
+}
+
+static int kv_handler_run(struct kv_test *t, struct kv_ctx *c,
+			  struct kv_handler_seen *seen, struct ib_qp *qp_a)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(poll_ms);
+	struct ib_sge sge = kv_sge(c->pd, c->buf.dma, 64);
+	const struct ib_send_wr *bad;
+	struct ib_send_wr wr = {
+		.wr_id = 72, .opcode = IB_WR_SEND, .sg_list = &sge,
+		.num_sge = 1, .send_flags = IB_SEND_SIGNALED,
+	};
+
+	if (kv_post_recv(t, seen->qp, 70, &seen->sge, 1))
+		return -EIO;
+	if (kv_posted(t, "SEND", ib_post_send(qp_a, &wr, &bad)))
+		return -EIO;
+	if (kv_expect(t, "SEND", c->p.cq_a, 72, IB_WC_SUCCESS, IB_WC_SEND,
+		      NULL))
+		return -EIO;
+	while (!atomic_read(&seen->calls) && time_before(jiffies, end))
+		usleep_range(200, 1000);
+	if (KV_UNLESS(t, atomic_read(&seen->calls) == 1,
+		      "the receive CQ's handler ran %d times, expected once",
+		      atomic_read(&seen->calls)))
+		return -EIO;
+	if (KV_UNLESS(t, !atomic_read(&seen->irqs_off),
+		      "the handler ran with interrupts off (under a lock)"))
+		return -EIO;
+	if (KV_UNLESS(t, atomic_read(&seen->reposted) &&
+		      seen->wc.wr_id == 70 && seen->wc.status == IB_WC_SUCCESS,
+		      "the handler polled wr_id %llu status %s, reposted %d",
+		      seen->wc.wr_id, ib_wc_status_msg(seen->wc.status),
+		      atomic_read(&seen->reposted)))
+		return -EIO;
+	return 0;
+}
+
+static int kv_handler_unlocked(struct kv_test *t, struct kv_ctx *c)
+{
+	struct ib_cq_init_attr attr = { .cqe = KV_CQE };
+	struct kv_handler_seen seen = {};
+	struct ib_qp *qp_a = NULL;
+	struct ib_cq *cq;
+	int err = -EIO;
+
+	/* a new pair: a on a's CQ, b on a CQ with a handler */
+	cq = ib_create_cq(t->dev, kv_recv_handler, NULL, &seen, &attr);
+	if (KV_UNLESS(t, !IS_ERR(cq), "ib_create_cq: %ld", PTR_ERR(cq)))
+		return -EIO;
+	seen.sge = kv_sge(c->pd, c->rbuf.dma, KV_RBUF_LEN);
+	seen.qp = kv_qp_create(c->pd, cq);
+	if (KV_UNLESS(t, !IS_ERR(seen.qp), "ib_create_qp: %ld",
+		      PTR_ERR(seen.qp)))
+		goto out_cq;
+	qp_a = kv_qp_create(c->pd, c->p.cq_a);
+	if (KV_UNLESS(t, !IS_ERR(qp_a), "ib_create_qp: %ld", PTR_ERR(qp_a)))
+		goto out_qp;
+	if (KV_UNLESS(t, !kv_qp_connect(t, seen.qp, qp_a->qp_num) &&
+		      !kv_qp_connect(t, qp_a, seen.qp->qp_num),
+		      "connecting the QPs") ||
+	    KV_UNLESS(t, !ib_req_notify_cq(cq, IB_CQ_NEXT_COMP),
+		      "ib_req_notify_cq"))
+		goto out_qp;
+	err = kv_handler_run(t, c, &seen, qp_a);
+out_qp:
+	if (!IS_ERR(qp_a) && qp_a)
+		ib_destroy_qp(qp_a);
+	ib_destroy_qp(seen.qp);
+out_cq:
+	ib_destroy_cq(cq);
+	return err;
+}
+
 /* ---- the table ---- */
 
 #define KV_ERR		IB_QPS_ERR
@@ -1311,6 +1414,10 @@ static const struct kv_case kv_cases[] = {
 	{ "dma_mr_send_recv", .buf_len = 64,
 	  .steps = (const struct kv_step[]){
 		{ KV_CALL, .fn = kv_dma_send_recv },
+		{} } },
+	{ "handler_unlocked", .buf_len = 64,
+	  .steps = (const struct kv_step[]){
+		{ KV_CALL, .fn = kv_handler_unlocked },
 		{} } },
 };
 
