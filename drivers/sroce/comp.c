@@ -302,6 +302,19 @@ void sroce_comp_arm_retrans(struct sroce_qp *qp)
 		mod_timer(&qp->comp.retrans_timer, jiffies + t);
 }
 
+/*
+ * Soon, not at once: the allocation failed in atomic context, and the
+ * memory a retry needs comes back on its own time.
+ */
+#define SROCE_ALLOC_RETRY_MS	2
+
+void sroce_comp_arm_alloc_retry(struct sroce_qp *qp)
+{
+	if (!timer_pending(&qp->comp.alloc_retry_timer))
+		mod_timer(&qp->comp.alloc_retry_timer,
+			  jiffies + msecs_to_jiffies(SROCE_ALLOC_RETRY_MS));
+}
+
 /* Forward progress from @old: fresh retry budgets and a fresh timeout. */
 static void sroce_comp_progress(struct sroce_qp *qp, u32 old)
 {
@@ -724,10 +737,18 @@ static void sroce_comp_rnr_timeout(struct timer_list *t)
 	sroce_req_run(qp);
 }
 
+static void sroce_comp_alloc_retry(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, comp.alloc_retry_timer);
+
+	sroce_req_run(qp);
+}
+
 void sroce_comp_timers_init(struct sroce_qp *qp)
 {
 	timer_setup(&qp->comp.retrans_timer, sroce_comp_retrans_timeout, 0);
 	timer_setup(&qp->comp.rnr_timer, sroce_comp_rnr_timeout, 0);
+	timer_setup(&qp->comp.alloc_retry_timer, sroce_comp_alloc_retry, 0);
 }
 
 void sroce_comp_timers_stop(struct sroce_qp *qp, bool final)
@@ -735,9 +756,11 @@ void sroce_comp_timers_stop(struct sroce_qp *qp, bool final)
 	if (final) {
 		timer_shutdown_sync(&qp->comp.retrans_timer);
 		timer_shutdown_sync(&qp->comp.rnr_timer);
+		timer_shutdown_sync(&qp->comp.alloc_retry_timer);
 	} else {
 		timer_delete_sync(&qp->comp.retrans_timer);
 		timer_delete_sync(&qp->comp.rnr_timer);
+		timer_delete_sync(&qp->comp.alloc_retry_timer);
 	}
 }
 

@@ -210,6 +210,12 @@ struct sroce_comp {
 	unsigned long rtt_start;
 	struct timer_list retrans_timer;
 	struct timer_list rnr_timer;
+	/*
+	 * A request packet could not be allocated: the requester runs again
+	 * when this fires (any QP type; the retransmit timer runs only
+	 * while packets are outstanding, and not at all for UD and UC).
+	 */
+	struct timer_list alloc_retry_timer;
 };
 
 /* A QP's path (struct sroce_qp.path): its route cache is initialised. */
@@ -415,6 +421,7 @@ void sroce_req_go_back(struct sroce_qp *qp, u32 psn);
 void sroce_req_count(struct sroce_qp *qp, enum sroce_rx_stat stat);
 /* Stop and arm the completer's timers (sq_lock held). */
 void sroce_comp_arm_retrans(struct sroce_qp *qp);
+void sroce_comp_arm_alloc_retry(struct sroce_qp *qp);
 void sroce_comp_timers_init(struct sroce_qp *qp);
 void sroce_comp_timers_stop(struct sroce_qp *qp, bool final);
 void sroce_comp_reset(struct sroce_qp *qp);

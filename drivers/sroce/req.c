@@ -682,6 +682,7 @@ enum sroce_req_verdict {
 	SROCE_REQ_STOP,		/* nothing (more) to send now */
 	SROCE_REQ_PACKET,	/* *skbp is a packet to send */
 	SROCE_REQ_LOCAL,	/* a local WQE ran: go on, no packet */
+	SROCE_REQ_NOMEM,	/* no memory for the next packet: retry soon */
 };
 
 /* May the WQE at req.cur start now? (RC ordering rules) */
@@ -869,7 +870,7 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 
 	err = sroce_req_alloc(qp, wqe, &p, skbp);
 	if (err == -ENOMEM)
-		return SROCE_REQ_STOP;	/* as if lost: the timer resends */
+		return SROCE_REQ_NOMEM;
 	if (err) {
 		sroce_req_fail(qp, wqe, err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
 			       IB_WC_LOC_PROT_ERR, n);
@@ -969,6 +970,10 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 		v = sroce_req_one(qp, ud_av, &skb, n);
 		if (v == SROCE_REQ_LOCAL)
 			continue;
+		if (v == SROCE_REQ_NOMEM) {
+			sroce_req_count(qp, SROCE_REQ_ALLOC_FAILURES);
+			sroce_comp_arm_alloc_retry(qp);
+		}
 		if (v != SROCE_REQ_PACKET)
 			break;
 		sroce_req_charge(qp, skb);

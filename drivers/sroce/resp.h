@@ -157,6 +157,7 @@ enum sroce_rx_stat {
 	SROCE_MW_BINDS,		/* memory window binds that succeeded */
 	SROCE_MW_LOCAL_INVS,	/* IB_WR_LOCAL_INV that invalidated a window */
 	SROCE_MW_REMOTE_INVS,	/* windows invalidated by a SEND with Invalidate */
+	SROCE_REQ_ALLOC_FAILURES, /* request packets not allocated (retried) */
 	SROCE_RX_STATS_NUM
 };
 
