@@ -76,6 +76,9 @@ verify: $(PATHMODCHECK)
 # ... the object and memory limit checker of tests/integration/limits.sh.
 LIMITSCHECK := $(BUILD)/sroce-limits
 verify: $(LIMITSCHECK)
+# ... the responder-resources checker of tests/integration/rd-limit.sh.
+RDLIMITCHECK := $(BUILD)/sroce-rd-limit
+verify: $(RDLIMITCHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -88,7 +91,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
-	$(PATHMODCHECK) $(LIMITSCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

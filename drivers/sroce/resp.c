@@ -66,6 +66,7 @@ struct resp_reply {
 	u8 kind;		/* enum resp_reply_kind */
 	u8 syndrome;		/* AETH syndrome of an ACKNOWLEDGE */
 	bool fatal;		/* then move the QP to the error state */
+	bool holds_res;		/* answers a new request: see resp_res_claim() */
 	u32 psn;
 	u32 msn;
 	u64 orig;		/* ATOMIC_ACK: the original value */
@@ -333,13 +334,40 @@ static enum resp_status resp_write(struct sroce_qp *qp, struct sk_buff *skb)
 
 /* ---- RDMA READ and atomics ---- */
 
-static struct sroce_resp_res *resp_res_next(struct sroce_resp_state *rs)
+/*
+ * Responder resources (max_dest_rd_atomic) are a limit the requester must
+ * keep (its max_rd_atomic): a READ, atomic, ATOMIC WRITE or FLUSH beyond
+ * it gets the invalid request NAK (IBTA 9.7.5.1.3), it is not a reason to
+ * forget the oldest answers. A resource is busy from the request until
+ * the last packet of its answer is handed to the stack, or the answer is
+ * dropped (resp_reply_retire()): a requester that keeps to the limit can
+ * only send the next such request after that packet reached it.
+ */
+static bool resp_res_available(const struct sroce_resp_state *rs)
+{
+	return atomic_read(&rs->res_busy) < rs->num_res;
+}
+
+/* The resource for the new request @r answers; it is busy until retired. */
+static struct sroce_resp_res *resp_res_claim(struct sroce_resp_state *rs,
+					     struct resp_reply *r)
 {
 	struct sroce_resp_res *res = &rs->res[rs->res_head];
 
 	if (++rs->res_head == rs->num_res)
 		rs->res_head = 0;
+	atomic_inc(&rs->res_busy);
+	r->holds_res = true;
 	return res;
+}
+
+/* @r's last packet is about to leave, or @r is dropped. */
+static void resp_reply_retire(struct sroce_qp *qp, struct resp_reply *r)
+{
+	if (r->holds_res) {
+		r->holds_res = false;
+		atomic_dec(&qp->resp.res_busy);
+	}
 }
 
 /* The resource of a duplicate READ (PSN in its range) or atomic. */
@@ -375,7 +403,8 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp_res *res;
 	u32 npkts;
 
-	if (!rs->num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_READ) ||
+	if (!resp_res_available(rs) ||
+	    !resp_qp_allows(qp, IB_ACCESS_REMOTE_READ) ||
 	    dlen > SROCE_MAX_MSG_SIZE)
 		return RESP_ERR_INV_REQ;
 	/* checked now; looked up again when the responses are sent */
@@ -384,7 +413,7 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 		return RESP_ERR_ACCESS;
 	npkts = resp_read_packets(dlen, sroce_qp_mtu(qp));
 
-	res = resp_res_next(rs);
+	res = resp_res_claim(rs, r);
 	res->type = SROCE_RES_READ;
 	res->first_psn = psn;
 	res->last_psn = sroce_psn_add(psn, npkts - 1);
@@ -426,7 +455,8 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_mr *mr;
 	int err;
 
-	if (!rs->num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC) ||
+	if (!resp_res_available(rs) ||
+	    !resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC) ||
 	    pkt->payload_len)
 		return RESP_ERR_INV_REQ;
 	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, sroce_atmeth_rkey(a), va,
@@ -445,7 +475,7 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 	if (err)
 		return RESP_ERR_ACCESS;
 
-	res = resp_res_next(rs);
+	res = resp_res_claim(rs, r);
 	res->type = SROCE_RES_ATOMIC;
 	res->first_psn = pkt->psn;
 	res->last_psn = pkt->psn;
@@ -471,7 +501,7 @@ static enum resp_status resp_placement_done(struct sroce_qp *qp, u32 psn,
 					    struct resp_reply *r)
 {
 	struct sroce_resp_state *rs = &qp->resp;
-	struct sroce_resp_res *res = resp_res_next(rs);
+	struct sroce_resp_res *res = resp_res_claim(rs, r);
 
 	res->type = SROCE_RES_PLACEMENT;
 	res->first_psn = psn;
@@ -497,7 +527,8 @@ static enum resp_status resp_atomic_write(struct sroce_qp *qp,
 	struct sroce_mr *mr;
 	int err;
 
-	if (!qp->resp.num_res || !resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE) ||
+	if (!resp_res_available(&qp->resp) ||
+	    !resp_qp_allows(qp, IB_ACCESS_REMOTE_WRITE) ||
 	    sroce_reth_len(reth) != sizeof(value) ||
 	    pkt->payload_len != sizeof(value))
 		return RESP_ERR_INV_REQ;
@@ -539,7 +570,8 @@ static enum resp_status resp_flush(struct sroce_qp *qp, struct sk_buff *skb,
 	int access = 0;
 
 	if (!plt || plt & ~(SROCE_FLUSH_GLOBAL | SROCE_FLUSH_PERSISTENT) ||
-	    sel > SROCE_FLUSH_MR || pkt->payload_len || !qp->resp.num_res)
+	    sel > SROCE_FLUSH_MR || pkt->payload_len ||
+	    !resp_res_available(&qp->resp))
 		return RESP_ERR_INV_REQ;
 	if (plt & SROCE_FLUSH_GLOBAL)
 		access |= SROCE_ACCESS_FLUSH_GLOBAL;
@@ -897,12 +929,13 @@ static enum resp_tx_status resp_xmit_status(int err)
 }
 
 static enum resp_tx_status resp_xmit_ack(struct sroce_qp *qp,
-					 const struct resp_reply *r)
+					 struct resp_reply *r)
 {
 	u8 opcode = r->kind == REPLY_ATOMIC_ACK ?
 		    SROCE_OP_RC_ATOMIC_ACKNOWLEDGE : SROCE_OP_RC_ACKNOWLEDGE;
 	struct sk_buff *skb;
 
+	resp_reply_retire(qp, r);
 	skb = resp_alloc_skb(qp, opcode, 0, 0, r->psn);
 	if (!skb)
 		return RESP_TX_ABANDON;	/* the requester's timer recovers */
@@ -926,12 +959,15 @@ static u8 resp_read_opcode(bool first, bool last)
 
 /* One READ response packet: the next min(left, MTU) bytes at r->va. */
 static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
-			      const struct resp_reply *r, u32 n)
+			      struct resp_reply *r, u32 n)
 {
 	bool zcopy = mr && mr->type == SROCE_MR_USER &&
 		     n >= SROCE_RESP_ZCOPY_MIN;
 	u8 opcode = resp_read_opcode(!r->started, n == r->len);
 	struct sk_buff *skb;
+
+	if (n == r->len)
+		resp_reply_retire(qp, r);
 
 	skb = resp_alloc_skb(qp, opcode, zcopy ? 0 : n, n, r->psn);
 	if (!skb)
@@ -1022,12 +1058,12 @@ static bool resp_defer_coalesce(struct sroce_resp_state *rs,
 }
 
 /*
- * Queue @r behind the replies already waiting for @tx_work. A peer decides
- * how many requests (duplicates included) arrive while transmit is busy:
- * beyond SROCE_RESP_TX_QUEUE_MAX replies are dropped, as a lost reply
- * would be (the requester retries).
+ * Queue @r behind the replies already waiting for @tx_work: true, or false
+ * when it was dropped. A peer decides how many requests (duplicates
+ * included) arrive while transmit is busy: beyond SROCE_RESP_TX_QUEUE_MAX
+ * replies are dropped, as a lost reply would be (the requester retries).
  */
-static void resp_defer(struct sroce_qp *qp, const struct resp_reply *r)
+static bool resp_defer(struct sroce_qp *qp, struct resp_reply *r)
 {
 	struct sroce_resp_state *rs = &qp->resp;
 	struct resp_tx *tx;
@@ -1035,19 +1071,19 @@ static void resp_defer(struct sroce_qp *qp, const struct resp_reply *r)
 
 	tx = kmalloc(sizeof(*tx), GFP_ATOMIC);
 	if (!tx)
-		return;		/* the requester retries */
+		goto drop;	/* the requester retries */
 	tx->r = *r;
 	spin_lock_irqsave(&rs->tx_lock, flags);
 	if (resp_defer_coalesce(rs, r)) {
 		spin_unlock_irqrestore(&rs->tx_lock, flags);
 		kfree(tx);
-		return;
+		return true;
 	}
 	if (rs->tx_len >= SROCE_RESP_TX_QUEUE_MAX) {
 		spin_unlock_irqrestore(&rs->tx_lock, flags);
 		kfree(tx);
 		resp_count(qp, SROCE_RESP_DROPPED);
-		return;
+		goto drop;
 	}
 	list_add_tail(&tx->node, &rs->tx_queue);
 	rs->tx_len++;
@@ -1057,10 +1093,17 @@ static void resp_defer(struct sroce_qp *qp, const struct resp_reply *r)
 		queue_work(system_unbound_wq, &rs->tx_work);
 	}
 	spin_unlock_irqrestore(&rs->tx_lock, flags);
+	return true;
+drop:
+	resp_reply_retire(qp, r);
+	return false;
 }
 
-/* Send a reply from softirq, or leave it (or its rest) to @tx_work. */
-static void resp_reply_send(struct sroce_qp *qp, struct resp_reply *r)
+/*
+ * Send a reply from softirq, or leave it (or its rest) to @tx_work: true
+ * when @tx_work has it.
+ */
+static bool resp_reply_send(struct sroce_qp *qp, struct resp_reply *r)
 {
 	struct sroce_resp_state *rs = &qp->resp;
 	enum resp_tx_status st;
@@ -1068,16 +1111,18 @@ static void resp_reply_send(struct sroce_qp *qp, struct resp_reply *r)
 	bool busy;
 
 	if (r->kind == REPLY_NONE)
-		return;
+		return false;
 	spin_lock_irqsave(&rs->tx_lock, flags);
 	busy = rs->tx_busy;
 	spin_unlock_irqrestore(&rs->tx_lock, flags);
 	if (!busy) {
 		st = resp_xmit(qp, r, SROCE_RESP_TX_BURST);
-		if (st == RESP_TX_DONE || st == RESP_TX_ABANDON)
-			return;
+		if (st == RESP_TX_DONE || st == RESP_TX_ABANDON) {
+			resp_reply_retire(qp, r);
+			return false;
+		}
 	}
-	resp_defer(qp, r);
+	return resp_defer(qp, r);
 }
 
 static struct resp_tx *resp_tx_first(struct sroce_resp_state *rs)
@@ -1107,7 +1152,9 @@ static void resp_tx_pop(struct sroce_resp_state *rs, struct resp_tx *tx)
 /*
  * Process context: send the deferred replies in order, waiting while the
  * transmit queue is full. Replies of a QP that left RTR/RTS/SQD are dropped.
- * Drops the QP reference taken by resp_defer() when the queue is empty.
+ * A fatal NAK moves the QP to the error state once it went out, after the
+ * answers queued before it. Drops the QP reference taken by resp_defer()
+ * when the queue is empty.
  */
 static void resp_tx_work(struct work_struct *work)
 {
@@ -1117,6 +1164,7 @@ static void resp_tx_work(struct work_struct *work)
 	unsigned int waited = 0;
 	enum resp_tx_status st;
 	struct resp_tx *tx;
+	bool fatal;
 
 	while ((tx = resp_tx_first(rs))) {
 		st = RESP_TX_ABANDON;
@@ -1127,8 +1175,13 @@ static void resp_tx_work(struct work_struct *work)
 			continue;
 		}
 		waited = 0;
-		if (st != RESP_TX_MORE)
+		if (st != RESP_TX_MORE) {
+			fatal = tx->r.fatal;
+			resp_reply_retire(qp, &tx->r);
 			resp_tx_pop(rs, tx);
+			if (fatal)
+				sroce_qp_error(qp);
+		}
 		cond_resched();
 	}
 	sroce_qp_put(qp);
@@ -1164,8 +1217,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	spin_unlock_irqrestore(&rs->lock, flags);
 
 	consume_skb(skb);
-	resp_reply_send(qp, &reply);
-	if (reply.fatal)
+	/* a fatal NAK left to @tx_work errors the QP once it is sent */
+	if (!resp_reply_send(qp, &reply) && reply.fatal)
 		sroce_qp_error(qp);
 	sroce_comp_notify(qp, &owed);
 }
@@ -1180,6 +1233,7 @@ int sroce_resp_init(struct sroce_qp *qp)
 	spin_lock_init(&rs->tx_lock);
 	INIT_LIST_HEAD(&rs->tx_queue);
 	INIT_WORK(&rs->tx_work, resp_tx_work);
+	atomic_set(&rs->res_busy, 0);
 	rs->wqe = kzalloc(sizeof(*rs->wqe), GFP_KERNEL);
 	return rs->wqe ? 0 : -ENOMEM;
 }

@@ -115,6 +115,12 @@ struct sroce_resp_state {
 	struct sroce_resp_res *res;
 	unsigned int num_res;
 	unsigned int res_head;	/* next entry to overwrite */
+	/*
+	 * Resources whose answer has not all been handed to the stack yet:
+	 * raised under @lock, lowered wherever an answer leaves or is
+	 * dropped (resp.c, resp_reply_retire()).
+	 */
+	atomic_t res_busy;
 
 	spinlock_t tx_lock;	/* protects @tx_queue .. @tx_busy */
 	struct list_head tx_queue;
