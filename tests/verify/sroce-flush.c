@@ -65,7 +65,11 @@
 #define NEG_LEN		64
 #define REGION_LEN	(NEG_OFF + NEG_LEN)
 #define RO_LEN		64
-#define TIMEOUT_MS	20000
+/*
+ * rdma_cm events: long enough for the CM to resend a lost REQ or REP
+ * (seconds apart) a few times under TCG.
+ */
+#define TIMEOUT_MS	60000
 #define DEPTH		4
 
 enum kind { K_DATA, K_MISALIGNED, K_RANGE, K_RKEY, K_READONLY, K_COUNT };
