@@ -1,0 +1,209 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,debug pairs=none timeout=420
+# SPDX-License-Identifier: GPL-2.0
+#
+# A hostile peer: anything may arrive on UDP 4791. While victim RC and UD
+# pingpongs run on this guest's sroce device (over its own address, the
+# loopback path), a fuzzer injects RoCEv2 packets at the victims' QPs and
+# at QPs that do not exist: every opcode (the valid RC, UC and UD ones
+# mostly), random BTH fields and pad counts, random extension headers
+# and payloads of random length (truncated ones too), valid ICRCs mostly,
+# and for RC the PSN the responder expects next (learnt by watching the
+# victims' own packets), so the packets reach the responder's and
+# completer's deepest paths: placement, READ and atomic execution, NAKs,
+# duplicates. A victim may be torn down by this, as the spec allows a
+# forged peer to; the kernel must not be harmed (the harness fails the run
+# on any oops, WARN, KASAN or lockdep report), a bystander pingpong on QPs
+# the fuzzer does not aim at must check all its data, and the device must
+# hold no more objects afterwards than before.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_cmd /usr/bin/python3 ibv_rc_pingpong ibv_ud_pingpong rdma
+[[ $SROCE_DEV == sroce* ]] || fail "needs an sroce device"
+count=20000
+[[ $SROCE_KERNEL == debug ]] && count=6000
+dev=$SROCE_DEV
+idx=$(gid_index "$dev" 4)
+ip=$SROCE_LOCAL_IP
+# Injected frames arrive on lo without the route a locally sent packet
+# carries, so IPv4 input routing sees our own source address: allow it.
+sysctl -qw net.ipv4.conf.lo.accept_local=1 || fail "cannot set accept_local"
+
+objects() {
+	local r
+	for r in qp cq pd mr; do
+		dev_objects "$dev" "$r"
+	done | paste -sd' '
+}
+lqpns() {
+	rdma resource show qp link "$dev/1" 2>/dev/null |
+		sed -n 's/.* lqpn \([0-9]*\) .*/\1/p' | grep -vx 1 | sort -n
+}
+
+before=$(objects)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# victims: long pingpongs whose QPs the fuzzer aims at
+out=$SROCE_OUT
+ibv_rc_pingpong -d "$dev" -g "$idx" -p 18501 -n 1000000 -s 2048 >"$out/victim-rc-s.txt" 2>&1 &
+pids+=($!)
+ibv_ud_pingpong -d "$dev" -g "$idx" -p 18502 -n 1000000 -s 512 >"$out/victim-ud-s.txt" 2>&1 &
+pids+=($!)
+wait_for 20 listening 18501 || fail "victim RC server not listening"
+wait_for 20 listening 18502 || fail "victim UD server not listening"
+ibv_rc_pingpong -d "$dev" -g "$idx" -p 18501 -n 1000000 -s 2048 "$ip" >"$out/victim-rc-c.txt" 2>&1 &
+pids+=($!)
+ibv_ud_pingpong -d "$dev" -g "$idx" -p 18502 -n 1000000 -s 512 "$ip" >"$out/victim-ud-c.txt" 2>&1 &
+pids+=($!)
+has_four_qps() { (($(lqpns | wc -l) >= 4)); }
+wait_for 20 has_four_qps || fail "the victims did not create their QPs: $(lqpns | paste -sd' ')"
+victims=$(lqpns | paste -sd,)
+log "victim QPNs: $victims"
+
+fuzzlog=$out/peer-fuzz.txt
+icrc0=$(link_counter "$dev" rx_icrc_errors)
+/usr/bin/python3 - "$SROCE_TOP" "$ip" "$victims" "$count" >"$fuzzlog" 2>&1 <<'EOF' &
+import importlib.util
+import os
+import random
+import select
+import socket
+import struct
+import sys
+import time
+
+top, ip, victims, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+spec = importlib.util.spec_from_file_location("vectors", f"{top}/tools/icrc-vectors.py")
+vectors = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(vectors)
+victims = [int(q) for q in victims.split(",")]
+rng = random.Random(0x5eed ^ os.getpid())
+addr = socket.inet_aton(ip)
+
+# Opcodes with a meaning: RC, UC, UD requests and responses, CNP.
+VALID = list(range(0x00, 0x19)) + list(range(0x20, 0x2c)) + [0x64, 0x65, 0x81]
+# The next PSN each victim QP expects, from watching the victims' packets;
+# the fuzzer's own packets carry this IP ID and TTL, and are not learnt from.
+expect = {}
+MARK_ID, MARK_TTL = 0x5eed, 63
+
+
+def ip_checksum(h):
+    s = sum(struct.unpack("!10H", h))
+    s = (s >> 16) + (s & 0xffff)
+    s += s >> 16
+    return (~s) & 0xffff
+
+
+def frame(bth_and_rest, good_icrc):
+    udp_len = 8 + len(bth_and_rest) + 4
+    iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, MARK_ID, 0x4000,
+                      MARK_TTL, 17, 0, addr, addr)
+    iph = iph[:10] + struct.pack("!H", ip_checksum(iph)) + iph[12:]
+    udp = struct.pack("!HHHH", rng.randrange(0xc000, 0x10000), 4791, udp_len, 0)
+    pkt = iph + udp + bth_and_rest + b"\0\0\0\0"
+    icrc = vectors.independent_icrc(pkt)
+    if not good_icrc:
+        icrc ^= 1 << rng.randrange(32)
+    pkt = pkt[:-4] + struct.pack("<I", icrc)
+    return b"\0" * 12 + b"\x08\x00" + pkt
+
+
+def learn(sniff):
+    """Record the PSNs the victims send each other (UDP 4791 on lo)."""
+    while select.select([sniff], [], [], 0)[0]:
+        data = sniff.recv(4096)
+        if len(data) < 14 + 20 + 8 + 12 or data[12:14] != b"\x08\x00":
+            continue
+        ihl = (data[14] & 0x0f) * 4
+        udp = 14 + ihl
+        if struct.unpack("!H", data[18:20])[0] == MARK_ID and data[22] == MARK_TTL:
+            continue
+        if data[23] != 17 or struct.unpack("!H", data[udp + 2:udp + 4])[0] != 4791:
+            continue
+        bth = data[udp + 8:udp + 20]
+        opcode = bth[0]
+        dqpn = struct.unpack("!I", bth[4:8])[0] & 0xffffff
+        psn = struct.unpack("!I", bth[8:12])[0] & 0xffffff
+        if dqpn in victims and opcode < 0x20:
+            expect[dqpn] = (psn + 1) & 0xffffff
+
+
+def packet():
+    if rng.random() < 0.8:
+        qpn = rng.choice(victims)
+    else:
+        qpn = rng.randrange(0x800000, 0x1000000)   # nobody's
+    opcode = rng.choice(VALID) if rng.random() < 0.9 else rng.randrange(256)
+    if qpn in expect and rng.random() < 0.7:
+        psn = (expect[qpn] + rng.choice((0, 0, 0, 1, -1, -2))) & 0xffffff
+    else:
+        psn = rng.randrange(1 << 24)
+    flags = rng.randrange(256) if rng.random() < 0.2 else rng.choice((0, 0x80))
+    tver = rng.randrange(16) if rng.random() < 0.05 else 0
+    pkey = 0xffff if rng.random() < 0.95 else rng.randrange(1 << 16)
+    b1 = (flags & 0x80) | (rng.randrange(4) << 4) | tver  # SE, pad, TVer
+    ackreq = rng.randrange(2) << 31
+    bth = struct.pack("!BBHII", opcode, b1, pkey, qpn, ackreq | psn)
+    # extension headers and payload: random bytes of random length
+    n = rng.choice((0, 4, 8, 12, 16, 20, 28, 32, rng.randrange(1100)))
+    body = bytes(rng.randrange(256) for _ in range(n))
+    return frame(bth + body, rng.random() < 0.9)
+
+
+out = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+out.bind(("lo", 0))
+sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+sniff.bind(("lo", 0))
+sent = 0
+start = time.time()
+while sent < count:
+    learn(sniff)
+    try:
+        out.send(packet())
+        sent += 1
+    except OSError:
+        time.sleep(0.001)
+print(f"fuzz: {sent} packets in {time.time() - start:.0f} s, "
+      f"PSNs learnt for {len(expect)} of {len(victims)} victim QPs")
+EOF
+fuzz=$!
+pids+=("$fuzz")
+
+# the bystander: QPs created after the fuzzer chose its targets
+pair_out=$out/bystander
+ibv_rc_pingpong -d "$dev" -g "$idx" -p 18503 -n 300 -s 4096 -c >"$pair_out-s.txt" 2>&1 &
+bs=$!
+wait_for 20 listening 18503 || fail "bystander server not listening"
+with_timeout 240 ibv_rc_pingpong -d "$dev" -g "$idx" -p 18503 -n 300 -s 4096 -c "$ip" \
+	>"$pair_out-c.txt" 2>&1 || { cat "$pair_out-c.txt"; fail "the bystander pingpong failed"; }
+wait "$bs" || { cat "$pair_out-s.txt"; fail "the bystander's server failed"; }
+grep -q "^300 iters in" "$pair_out-c.txt" || fail "bystander: no '300 iters' summary"
+log "bystander: 300 checked round trips while the fuzzer ran"
+
+wait "$fuzz" || { cat "$fuzzlog"; fail "the fuzzer failed"; }
+cat "$fuzzlog"
+# A tenth of the packets carry a bad ICRC; about half of those are counted
+# as such (the rest are malformed before their ICRC is looked at).
+icrc=$(($(link_counter "$dev" rx_icrc_errors) - icrc0))
+((icrc >= count / 50)) || fail "only $icrc ICRC errors counted: the packets did not arrive"
+log "$icrc packets with a bad ICRC counted"
+for f in "$out"/victim-*.txt; do
+	log "$(basename "$f"): $(tail -n 1 "$f")"
+done
+cleanup
+pids=()
+back_to_before() { [[ $(objects) == "$before" ]]; }
+wait_for 20 back_to_before ||
+	fail "objects left on $dev: before '$before', after '$(objects)' (qp cq pd mr)"
+log "objects back to '$before' (qp cq pd mr)"
