@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -114,6 +115,20 @@ static enum ibv_qp_state state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+/*
+ * The responder errors its QP right after its NAK went out; the requester
+ * may see the NAK first. Its state within 5 s.
+ */
+static enum ibv_qp_state settled_state(struct ibv_qp *qp, enum ibv_qp_state want)
+{
+	long end = now_ms() + 5000;
+	enum ibv_qp_state st;
+
+	while ((st = state(qp)) != want && now_ms() < end)
+		usleep(10000);
+	return st;
+}
+
 /* Post the READs and sort their completions; returns how many succeeded. */
 static unsigned int run(const char *name, struct side *s, unsigned int *inv_req,
 			unsigned int *flushed)
@@ -182,7 +197,7 @@ int main(int argc, char **argv)
 	CHECK(ok + inv_req + flushed == NREADS && ok < NREADS,
 	      "beyond: %u succeeded, %u invalid request, %u flushed", ok, inv_req,
 	      flushed);
-	CHECK(state(beyond.resp) == IBV_QPS_ERR,
+	CHECK(settled_state(beyond.resp, IBV_QPS_ERR) == IBV_QPS_ERR,
 	      "beyond: the responder's QP is not in the error state");
 	printf("rd-limit: %u checks, %u failed\n", checks, failures);
 	return failures ? 1 : 0;
