@@ -6,6 +6,8 @@
 # an unprivileged user:
 # - a CQ's ring is charged to the creator's memory cgroup, and a cgroup at
 #   its memory.max gets ENOMEM from create_cq, not the OOM killer;
+# - under a 256 KiB RLIMIT_MEMLOCK an MR of 1 MiB is refused with ENOMEM,
+#   smaller ones fit;
 # - with the module loaded with small max_pd/cq/qp/srq/mr/mw/ah, the
 #   device reports exactly those, and of each type one process creates
 #   the limit less what the kernel holds, then ENOMEM; another process is
@@ -69,6 +71,15 @@ cat "$out"
 grep -q "^under memory.max .*: [0-9]* CQs, then Cannot allocate memory$" "$out" ||
 	fail "no ENOMEM verdict under memory.max"
 rmdir "$cg"
+
+# --- pinned memory ------------------------------------------------------------
+out=$SROCE_OUT/limits-memlock.txt
+rc=0
+# shellcheck disable=SC2016 # $0 and $1 belong to the inner shell
+with_timeout 60 "${nobody[@]}" bash -c 'ulimit -l 256 && exec "$0" memlock "$1"' \
+	"$check" "$SROCE_DEV" >"$out" 2>&1 || rc=$?
+cat "$out"
+((rc == 0)) || fail "sroce-limits memlock failed (status $rc)"
 
 # --- object limits ------------------------------------------------------------
 unload

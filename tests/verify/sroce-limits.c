@@ -12,6 +12,11 @@
  *	limit less what the kernel holds) and "max_<type> <m>" as
  *	ibv_query_device reports it.
  *
+ *   sroce-limits memlock DEV
+ *	Run with RLIMIT_MEMLOCK at 256 KiB and without CAP_IPC_LOCK: an MR
+ *	of 64 KiB registers, one of 1 MiB is refused with ENOMEM, and once
+ *	the first is gone a second one of 192 KiB fits.
+ *
  *   sroce-limits memcg DEV CGROUP_DIR
  *	Run inside the memory cgroup CGROUP_DIR: a CQ's ring must raise the
  *	cgroup's memory.current by at least its size, and creating CQs in
@@ -273,6 +278,48 @@ static int memcg(const char *dev, const char *cgroup)
 	return 0;
 }
 
+static struct ibv_mr *reg(struct ibv_pd *pd, size_t len)
+{
+	void *buf = NULL;
+
+	if (posix_memalign(&buf, 4096, len))
+		fatal("no memory");
+	memset(buf, 1, len);	/* present, as a real buffer would be */
+	return ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+}
+
+static int memlock(const char *dev)
+{
+	struct ibv_context *ctx = open_device(dev);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *small, *big;
+
+	if (!pd)
+		die("ibv_alloc_pd");
+	small = reg(pd, 64 * 1024);
+	CHECK(small, "an MR of 64 KiB under a 256 KiB memlock limit: %s",
+	      strerror(errno));
+	big = reg(pd, 1024 * 1024);
+	CHECK(!big && errno == ENOMEM,
+	      "an MR of 1 MiB under a 256 KiB memlock limit: %s",
+	      big ? "registered" : strerror(errno));
+	printf("memlock 256 KiB: MR of 64 KiB %s, of 1 MiB %s\n",
+	       small ? "registered" : "refused",
+	       big ? "registered" : strerror(errno));
+	if (big)
+		ibv_dereg_mr(big);
+	if (small)
+		ibv_dereg_mr(small);
+	small = reg(pd, 192 * 1024);
+	CHECK(small, "an MR of 192 KiB once the first was gone: %s",
+	      strerror(errno));
+	if (small)
+		ibv_dereg_mr(small);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -280,8 +327,10 @@ int main(int argc, char **argv)
 		count(argv[2], atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "memcg"))
 		memcg(argv[2], argv[3]);
+	else if (argc == 3 && !strcmp(argv[1], "memlock"))
+		memlock(argv[2]);
 	else
-		fatal("usage: sroce-limits count DEV GID_INDEX | memcg DEV CGROUP_DIR");
+		fatal("usage: sroce-limits count DEV GID_INDEX | memlock DEV | memcg DEV CGROUP_DIR");
 	printf("%u checks, %u failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
