@@ -79,6 +79,9 @@ verify: $(LIMITSCHECK)
 # ... the responder-resources checker of tests/integration/rd-limit.sh.
 RDLIMITCHECK := $(BUILD)/sroce-rd-limit
 verify: $(RDLIMITCHECK)
+# ... the QPs in every state of tests/integration/peer-fuzz.sh.
+QPSTATESCHECK := $(BUILD)/sroce-qp-states
+verify: $(QPSTATESCHECK)
 
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
@@ -91,7 +94,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
-	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

@@ -4,24 +4,29 @@
 #
 # A hostile peer: anything may arrive on UDP 4791. While victim RC and UD
 # pingpongs run on this guest's sroce device (over its own address, the
-# loopback path), a fuzzer injects RoCEv2 packets at the victims' QPs and
-# at QPs that do not exist: every opcode (the valid RC, UC and UD ones
-# mostly), random BTH fields and pad counts, random extension headers
-# and payloads of random length (truncated ones too), valid ICRCs mostly,
-# and for RC the PSN the responder expects next (learnt by watching the
-# victims' own packets), so the packets reach the responder's and
-# completer's deepest paths: placement, READ and atomic execution, NAKs,
-# duplicates. A victim may be torn down by this, as the spec allows a
-# forged peer to; the kernel must not be harmed (the harness fails the run
-# on any oops, WARN, KASAN or lockdep report), a bystander pingpong on QPs
-# the fuzzer does not aim at must check all its data, and the device must
-# hold no more objects afterwards than before.
+# loopback path), a fuzzer injects RoCEv2 packets at the victims' QPs, at
+# RC, UC and UD QPs left in every state from RESET to ERR
+# (tests/verify/sroce-qp-states) and at QPs that do not exist: every
+# opcode (the valid RC, UC and UD ones mostly), random BTH fields and pad
+# counts, random extension headers and payloads of random length
+# (truncated ones too), valid ICRCs mostly, and for RC the PSN the
+# responder expects next (learnt by watching the victims' own packets),
+# so the packets reach the responder's and completer's deepest paths:
+# placement, READ and atomic execution, NAKs; and floods of duplicate
+# SENDs, WRITEs and READs with AckReq. A victim may be torn down by this,
+# as the spec allows a forged peer to; the kernel must not be harmed (the
+# harness fails the run on any oops, WARN, KASAN, lockdep or kmemleak
+# report), QPs in RESET and INIT must take no packet, a bystander pingpong
+# on QPs the fuzzer does not aim at must check all its data, and the device
+# must hold no more objects afterwards than before.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
 
 require_cmd /usr/bin/python3 ibv_rc_pingpong ibv_ud_pingpong rdma
 [[ $SROCE_DEV == sroce* ]] || fail "needs an sroce device"
+states=$SROCE_BUILD/sroce-qp-states
+[[ -x $states ]] || fail "$states is missing (make verify)"
 count=20000
 [[ $SROCE_KERNEL == debug ]] && count=6000
 dev=$SROCE_DEV
@@ -69,10 +74,14 @@ has_four_qps() { (($(lqpns | wc -l) >= 4)); }
 wait_for 20 has_four_qps || fail "the victims did not create their QPs: $(lqpns | paste -sd' ')"
 victims=$(lqpns | paste -sd,)
 log "victim QPNs: $victims"
+coproc STATES { "$states" "$dev" "$idx" 2>&1; }
+read -r -t 60 -u "${STATES[0]}" word targets || fail "sroce-qp-states said nothing"
+[[ $word == qpns ]] || fail "sroce-qp-states: '$word $targets'"
+log "QPs in every state: $targets"
 
 fuzzlog=$out/peer-fuzz.txt
 icrc0=$(link_counter "$dev" rx_icrc_errors)
-/usr/bin/python3 - "$SROCE_TOP" "$ip" "$victims" "$count" >"$fuzzlog" 2>&1 <<'EOF' &
+/usr/bin/python3 - "$SROCE_TOP" "$ip" "$victims" "$targets" "$count" >"$fuzzlog" 2>&1 <<'EOF' &
 import importlib.util
 import os
 import random
@@ -82,11 +91,13 @@ import struct
 import sys
 import time
 
-top, ip, victims, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+top, ip, victims, targets = sys.argv[1:5]
+count = int(sys.argv[5])
 spec = importlib.util.spec_from_file_location("vectors", f"{top}/tools/icrc-vectors.py")
 vectors = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(vectors)
 victims = [int(q) for q in victims.split(",")]
+targets = [int(q) for q in targets.split(",")]
 rng = random.Random(0x5eed ^ os.getpid())
 addr = socket.inet_aton(ip)
 
@@ -94,7 +105,8 @@ addr = socket.inet_aton(ip)
 VALID = list(range(0x00, 0x19)) + list(range(0x20, 0x2c)) + [0x64, 0x65, 0x81]
 # The next PSN each victim QP expects, from watching the victims' packets;
 # the fuzzer's own packets carry this IP ID and TTL, and are not learnt from.
-expect = {}
+# sroce-qp-states's QPs expect PSN 1 and send nothing.
+expect = {q: 1 for q in targets}
 MARK_ID, MARK_TTL = 0x5eed, 63
 
 
@@ -139,11 +151,28 @@ def learn(sniff):
             expect[dqpn] = (psn + 1) & 0xffffff
 
 
+def duplicate(qpn):
+    """A duplicate SEND, WRITE or READ with AckReq: each wants an answer."""
+    opcode = rng.choice((0x04, 0x0a, 0x0c))
+    psn = (expect[qpn] - rng.randrange(1, 9)) & 0xffffff
+    bth = struct.pack("!BBHII", opcode, 0, 0xffff, qpn, (1 << 31) | psn)
+    reth = struct.pack("!QII", rng.randrange(1 << 64), rng.randrange(1 << 32),
+                       rng.choice((0, 8, 4096, 65536)))
+    body = {0x04: bytes(4 * rng.randrange(16)), 0x0a: reth + bytes(64),
+            0x0c: reth}[opcode]
+    return frame(bth + body, True)
+
+
 def packet():
-    if rng.random() < 0.8:
+    r = rng.random()
+    if r < 0.5:
         qpn = rng.choice(victims)
+    elif r < 0.8:
+        qpn = rng.choice(targets)
     else:
         qpn = rng.randrange(0x800000, 0x1000000)   # nobody's
+    if qpn in expect and rng.random() < 0.15:
+        return duplicate(qpn)
     opcode = rng.choice(VALID) if rng.random() < 0.9 else rng.randrange(256)
     if qpn in expect and rng.random() < 0.7:
         psn = (expect[qpn] + rng.choice((0, 0, 0, 1, -1, -2))) & 0xffffff
@@ -174,8 +203,10 @@ while sent < count:
         sent += 1
     except OSError:
         time.sleep(0.001)
+learnt = sum(q in expect for q in victims)
 print(f"fuzz: {sent} packets in {time.time() - start:.0f} s, "
-      f"PSNs learnt for {len(expect)} of {len(victims)} victim QPs")
+      f"PSNs learnt for {learnt} of {len(victims)} victim QPs, "
+      f"{len(targets)} QPs in every state")
 EOF
 fuzz=$!
 pids+=("$fuzz")
@@ -193,6 +224,13 @@ log "bystander: 300 checked round trips while the fuzzer ran"
 
 wait "$fuzz" || { cat "$fuzzlog"; fail "the fuzzer failed"; }
 cat "$fuzzlog"
+echo "done" >&"${STATES[1]}"
+statelog=$out/qp-states.txt
+timeout 60 cat <&"${STATES[0]}" >"$statelog" || true
+cat "$statelog"
+# (bash forgets a coproc's PID once it ended: read its verdict instead)
+grep -q "^[0-9]* checks, 0 failures$" "$statelog" ||
+	fail "QPs in RESET or INIT took packets, or a QP could not be destroyed"
 # A tenth of the packets carry a bad ICRC; about half of those are counted
 # as such (the rest are malformed before their ICRC is looked at).
 icrc=$(($(link_counter "$dev" rx_icrc_errors) - icrc0))
