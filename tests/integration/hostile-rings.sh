@@ -21,15 +21,7 @@ check=$SROCE_BUILD/sroce-hostile-rings
 seconds=8
 [[ $SROCE_KERNEL == debug ]] && seconds=15
 
-# objects: the device's QP, CQ, PD and MR counts.
-objects() {
-	local r
-	for r in qp cq pd mr; do
-		dev_objects "$SROCE_DEV" "$r"
-	done | paste -sd' '
-}
-
-before=$(objects)
+before=$(dev_object_counts "$SROCE_DEV")
 idx=$(gid_index "$SROCE_DEV" 4)
 out=$SROCE_OUT/hostile-rings.txt
 rc=0
@@ -39,7 +31,7 @@ cat "$out"
 ((rc == 0)) || fail "sroce-hostile-rings failed (status $rc)"
 grep -q "^back: .*QP state 6, QP_FATAL seen" "$out" || fail "no verdict on the backwards producer"
 grep -q "^good: [1-9][0-9]* rounds" "$out" || fail "the good process reported no rounds"
-back_to_before() { [[ $(objects) == "$before" ]]; }
+back_to_before() { [[ $(dev_object_counts "$SROCE_DEV") == "$before" ]]; }
 wait_for 10 back_to_before ||
-	fail "objects left on $SROCE_DEV: before '$before', after '$(objects)' (qp cq pd mr)"
+	fail "objects left on $SROCE_DEV: before '$before', after '$(dev_object_counts "$SROCE_DEV")' (qp cq pd mr)"
 log "objects back to '$before' (qp cq pd mr)"

@@ -216,6 +216,15 @@ dev_objects() {
 		$2 == dev { for (i = 3; i < NF; i++) if ($i == t) print $(i + 1) }'
 }
 
+# dev_object_counts DEV: "QP CQ PD MR" counts of DEV, to compare before and
+# after a test.
+dev_object_counts() {
+	local r
+	for r in qp cq pd mr; do
+		dev_objects "$1" "$r"
+	done | paste -sd' '
+}
+
 # link_counter DEV NAME: port 1's counter NAME, read through rdma statistic
 # (netlink), which works in any network namespace; fails when absent.
 link_counter() {

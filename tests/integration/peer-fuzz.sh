@@ -36,18 +36,12 @@ ip=$SROCE_LOCAL_IP
 # carries, so IPv4 input routing sees our own source address: allow it.
 sysctl -qw net.ipv4.conf.lo.accept_local=1 || fail "cannot set accept_local"
 
-objects() {
-	local r
-	for r in qp cq pd mr; do
-		dev_objects "$dev" "$r"
-	done | paste -sd' '
-}
 lqpns() {
 	rdma resource show qp link "$dev/1" 2>/dev/null |
 		sed -n 's/.* lqpn \([0-9]*\) .*/\1/p' | grep -vx 1 | sort -n
 }
 
-before=$(objects)
+before=$(dev_object_counts "$dev")
 pids=()
 cleanup() {
 	local p
@@ -241,7 +235,7 @@ for f in "$out"/victim-*.txt; do
 done
 cleanup
 pids=()
-back_to_before() { [[ $(objects) == "$before" ]]; }
+back_to_before() { [[ $(dev_object_counts "$dev") == "$before" ]]; }
 wait_for 20 back_to_before ||
-	fail "objects left on $dev: before '$before', after '$(objects)' (qp cq pd mr)"
+	fail "objects left on $dev: before '$before', after '$(dev_object_counts "$dev")' (qp cq pd mr)"
 log "objects back to '$before' (qp cq pd mr)"

@@ -125,6 +125,16 @@ void connect_qp(struct ibv_qp *qp, const struct qp_path *p)
 		die("modify RTS");
 }
 
+enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init))
+		die("ibv_query_qp");
+	return attr.qp_state;
+}
+
 int side_channel(const char *host, const char *port, int timeout_ms)
 {
 	struct addrinfo hints = { .ai_family = AF_INET,

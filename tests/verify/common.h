@@ -61,6 +61,9 @@ struct qp_path {
 	uint8_t retry;		/* RC retry_cnt and rnr_retry; 0: 7 */
 };
 
+/* The QP's current state; dies if it cannot be queried. */
+enum ibv_qp_state qp_state(struct ibv_qp *qp);
+
 /* INIT -> RTR -> RTS, with the attributes the QP's type takes. */
 void connect_qp(struct ibv_qp *qp, const struct qp_path *path);
 

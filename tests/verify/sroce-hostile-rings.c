@@ -98,16 +98,6 @@ static int destroy_pair(struct loop_pair *p)
 	return err;
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr attr;
-
-	if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init))
-		die("ibv_query_qp");
-	return attr.qp_state;
-}
-
 static void raw_doorbell(struct ibv_qp *qp)
 {
 	struct {

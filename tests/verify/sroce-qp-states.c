@@ -115,16 +115,6 @@ static struct ibv_qp *create_any(struct ibv_pd *pd, struct ibv_cq *cq,
 	return qp;
 }
 
-static enum ibv_qp_state query_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr a;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
-		die("ibv_query_qp");
-	return a.qp_state;
-}
-
 int main(int argc, char **argv)
 {
 	static const enum ibv_qp_type types[NTYPES] = {
@@ -169,7 +159,7 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin) && strcmp(line, "done\n"))
 		;
 	for (i = 0; i < n; i++) {
-		got = query_state(t[i].qp);
+		got = qp_state(t[i].qp);
 		printf("qp %u type %d left %s, now %s\n", t[i].qp->qp_num,
 		       t[i].qp->qp_type, state_name[t[i].want], state_name[got]);
 		if (t[i].want == IBV_QPS_RESET || t[i].want == IBV_QPS_INIT)

@@ -105,16 +105,6 @@ static void setup(struct ibv_context *ctx, struct side *s, uint8_t rd_atomic)
 		die("ibv_reg_mr");
 }
 
-static enum ibv_qp_state state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr a;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
-		die("ibv_query_qp");
-	return a.qp_state;
-}
-
 /*
  * The responder errors its QP right after its NAK went out; the requester
  * may see the NAK first. Its state within 5 s.
@@ -124,7 +114,7 @@ static enum ibv_qp_state settled_state(struct ibv_qp *qp, enum ibv_qp_state want
 	long end = now_ms() + 5000;
 	enum ibv_qp_state st;
 
-	while ((st = state(qp)) != want && now_ms() < end)
+	while ((st = qp_state(qp)) != want && now_ms() < end)
 		usleep(10000);
 	return st;
 }
@@ -170,7 +160,7 @@ static unsigned int run(const char *name, struct side *s, unsigned int *inv_req,
 	}
 	CHECK(bad_data == 0, "%s: %u READs returned wrong bytes", name, bad_data);
 	printf("%s: %u READs, %u succeeded (data checked), %u invalid request, %u flushed; responder QP state %d\n",
-	       name, NREADS, ok, *inv_req, *flushed, state(s->resp));
+	       name, NREADS, ok, *inv_req, *flushed, qp_state(s->resp));
 	return ok;
 }
 
@@ -189,7 +179,7 @@ int main(int argc, char **argv)
 
 	ok = run("within", &within, &inv_req, &flushed);
 	CHECK(ok == NREADS, "within: %u of %u READs succeeded", ok, NREADS);
-	CHECK(state(within.resp) == IBV_QPS_RTS, "within: the responder left RTS");
+	CHECK(qp_state(within.resp) == IBV_QPS_RTS, "within: the responder left RTS");
 
 	ok = run("beyond", &beyond, &inv_req, &flushed);
 	CHECK(inv_req == 1, "beyond: %u READs completed with invalid request, expected 1",
