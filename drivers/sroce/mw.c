@@ -18,6 +18,12 @@
 #define SROCE_MW_ACCESS \
 	(IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE | \
 	 IB_ACCESS_REMOTE_ATOMIC)
+/*
+ * A window grants remote access only, yet applications (rdma-core's own
+ * tests among them) pass the local write right of the MR along: accepted,
+ * and dropped, as other devices do.
+ */
+#define SROCE_MW_ACCESS_IGNORED IB_ACCESS_LOCAL_WRITE
 
 static struct sroce_mw *sroce_key_mw(void *entry)
 {
@@ -147,8 +153,9 @@ enum ib_wc_status sroce_mw_bind(struct sroce_dev *sdev, struct ib_qp *qp,
 		return status;
 	type2 = mw->ibmw.type == IB_MW_TYPE_2;
 	if (mw->ibmw.pd != qp->pd || new_rkey >> 8 != mw_rkey >> 8 ||
-	    (access & ~SROCE_MW_ACCESS))
+	    (access & ~(SROCE_MW_ACCESS | SROCE_MW_ACCESS_IGNORED)))
 		goto out;
+	access &= SROCE_MW_ACCESS;
 	if (length) {
 		mr = sroce_mr_get(sdev, qp->pd, mr_lkey, addr, length, 0);
 		if (!mr || !(mr->access & IB_ACCESS_MW_BIND) ||
