@@ -14,7 +14,7 @@ namespace sroce {
 namespace {
 
 constexpr std::uint32_t kSupportedCreateMask =
-        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
 
 bool qp_type_supported(ibv_qp_type type) noexcept {
     return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
@@ -101,8 +101,15 @@ int ring_doorbell(Qp& qp) noexcept {
 
 namespace {
 
+// No creation flag is supported; an application may still name the field
+// with no flag set, which the kernel command has no room for.
+bool create_flags_supported(const ibv_qp_init_attr_ex& attr) noexcept {
+    return (attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) == 0 || attr.create_flags == 0;
+}
+
 ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
-    if ((attr->comp_mask & ~kSupportedCreateMask) != 0 || !qp_type_supported(attr->qp_type)) {
+    if ((attr->comp_mask & ~kSupportedCreateMask) != 0 || !qp_type_supported(attr->qp_type) ||
+        !create_flags_supported(*attr)) {
         set_errno(EOPNOTSUPP);
         return nullptr;
     }
@@ -122,13 +129,16 @@ ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
     }
     verbs_cmd_create_qp cmd{};
     WithDriverData<ib_uverbs_create_qp_resp, sroce_create_qp_resp> resp;
-    int err =
-            ibv_cmd_create_qp_ex(ctx, &qp->vqp, attr, &cmd, sizeof(cmd), resp.core(), resp.size());
+    ibv_qp_init_attr_ex request = *attr;
+    request.comp_mask &= ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_CREATE_FLAGS);
+    int err = ibv_cmd_create_qp_ex(ctx, &qp->vqp, &request, &cmd, sizeof(cmd), resp.core(),
+                                   resp.size());
     if (err != 0) {
         delete qp;
         set_errno(err);
         return nullptr;
     }
+    attr->cap = request.cap;
     err = setup_queues(*qp, ctx->cmd_fd, resp.driver(), attr->cap);
     if (err != 0) {
         (void)ibv_cmd_destroy_qp(&qp->vqp.qp);
