@@ -225,6 +225,13 @@ static void sroce_dev_setup_attrs(struct sroce_dev *sdev,
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = num_possible_cpus();
 	/*
+	 * User space finds the netdev of an RDMA device through
+	 * /sys/class/infiniband/DEV/device/net/ (rdma-core's tests, udev
+	 * naming): the NIC becomes the parent, as for a hardware device. A
+	 * netdev without one (veth, bridge) leaves the device top-level.
+	 */
+	ibdev->dev.parent = ndev->dev.parent;
+	/*
 	 * The provider posts through mmapped rings; these write commands
 	 * are its doorbell and its CQ arming, and ib_core disables them by
 	 * default.
