@@ -1,0 +1,65 @@
+#!/bin/bash
+# sroce-test: kernels=6.1,6.12 pairs=none timeout=420
+# SPDX-License-Identifier: GPL-2.0
+#
+# rdma-core's own test suite (python3-pyverbs) against this guest's device,
+# through pyverbs-run.py, which records every test's outcome: no test may
+# fail or error, at least min_passed must pass, and every skip must be for
+# a reason listed in Documentation/pyverbs.md's skip table. Some 2 MiB huge
+# pages are reserved first: the suite's huge page tests need them.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_cmd python3 gunzip
+suite=/usr/share/doc/rdma-core/tests
+[[ -f $suite/run_tests.py ]] || fail "$suite is missing (python3-pyverbs; make deps)"
+python3 -c "import pyverbs" 2>/dev/null || fail "pyverbs is not importable"
+doc=$SROCE_TOP/Documentation/pyverbs.md
+min_passed=97
+
+work=$(mktemp -d /tmp/pyverbs.XXXXXX)
+cp -r "$suite" "$work/tests"
+gunzip "$work"/tests/*.gz
+echo 16 >/proc/sys/vm/nr_hugepages
+idx=$(gid_index "$SROCE_DEV" 4)
+report=$SROCE_OUT/pyverbs-report.tsv
+log "rdma-core's tests on $SROCE_DEV (RoCEv2 IPv4 GID $idx)"
+with_timeout 360 python3 "$SROCE_TOP/tests/integration/pyverbs-run.py" "$work/tests" \
+	"$report" --dev "$SROCE_DEV" --port 1 --gid "$idx" >"$SROCE_OUT/pyverbs.txt" 2>&1 ||
+	true	# the verdict comes from the report
+tail -n 4 "$SROCE_OUT/pyverbs.txt"
+[[ -s $report ]] || { tail -n 30 "$SROCE_OUT/pyverbs.txt"; fail "the suite wrote no report"; }
+
+# The documented skip reasons: the first column of the skip table.
+# shellcheck disable=SC2016 # backquotes of Markdown, not of the shell
+mapfile -t known < <(sed -n '/<!-- skip-table: begin -->/,/<!-- skip-table: end -->/p' "$doc" |
+	sed -n 's/^| `\([^`]*\)` |.*/\1/p')
+((${#known[@]} > 0)) || fail "no skip table in $doc"
+
+declare -A count=([pass]=0 [fail]=0 [error]=0 [skip]=0 [xfail]=0 [xpass]=0)
+bad=0
+while IFS=$'\t' read -r outcome id reason; do
+	count[$outcome]=$((${count[$outcome]:-0} + 1))
+	case $outcome in
+	pass | xfail) ;;
+	skip)
+		documented=0
+		for k in "${known[@]}"; do
+			[[ $reason == *"$k"* ]] && { documented=1; break; }
+		done
+		((documented)) || { echo "  undocumented skip: $id: $reason" >&2; bad=1; }
+		;;
+	*)
+		echo "  $outcome: $id: ${reason:0:300}" >&2
+		bad=1
+		;;
+	esac
+done <"$report"
+total=$(wc -l <"$report")
+log "$total tests: ${count[pass]} passed, ${count[fail]} failed, ${count[error]} errors," \
+	"${count[skip]} skipped, ${count[xfail]} expected failures, ${count[xpass]} unexpected successes"
+awk -F'\t' '$1 == "skip" { print $3 }' "$report" | sort | uniq -c | sort -rn | sed 's/^/  skip: /'
+((bad == 0)) || fail "tests failed, errored or skipped for a reason not in Documentation/pyverbs.md"
+((count[pass] >= min_passed)) || fail "${count[pass]} tests passed, fewer than $min_passed"
+log "PASS: no test failed, every skip is documented, ${count[pass]} >= $min_passed passed"
