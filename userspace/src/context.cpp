@@ -14,7 +14,9 @@ namespace {
 constexpr verbs_context_ops make_context_ops() noexcept {
     verbs_context_ops ops{};
     ops.alloc_mw = alloc_mw;
+    ops.alloc_parent_domain = alloc_parent_domain;
     ops.alloc_pd = alloc_pd;
+    ops.alloc_td = alloc_td;
     ops.attach_mcast = attach_mcast;
     ops.bind_mw = bind_mw;
     ops.create_ah = create_ah;
@@ -25,6 +27,7 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.create_srq = create_srq;
     ops.dealloc_mw = dealloc_mw;
     ops.dealloc_pd = dealloc_pd;
+    ops.dealloc_td = dealloc_td;
     ops.dereg_mr = dereg_mr;
     ops.destroy_ah = destroy_ah;
     ops.destroy_cq = destroy_cq;
@@ -126,10 +129,72 @@ ibv_pd* alloc_pd(ibv_context* ctx) noexcept {
 }
 
 int dealloc_pd(ibv_pd* ibpd) noexcept {
+    Pd* pd = to_pd(ibpd);
+    if (pd->protection != nullptr) {
+        pd->protection->parents.fetch_sub(1, std::memory_order_relaxed);
+        if (pd->td != nullptr)
+            pd->td->parents.fetch_sub(1, std::memory_order_relaxed);
+        delete pd;
+        return 0;
+    }
+    if (pd->parents.load(std::memory_order_relaxed) != 0)
+        return EBUSY;
     const int err = ibv_cmd_dealloc_pd(ibpd);
     if (err != 0)
         return err;
-    delete to_pd(ibpd);
+    delete pd;
+    return 0;
+}
+
+Pd* parent_domain(ibv_pd* ibpd) noexcept {
+    Pd* pd = to_pd(ibpd);
+    return pd->protection != nullptr ? pd : nullptr;
+}
+
+ibv_pd* alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept {
+    constexpr std::uint32_t known =
+            IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    if ((attr->comp_mask & ~known) != 0 || attr->pd == nullptr || attr->pd->context != ctx ||
+        parent_domain(attr->pd) != nullptr || (attr->td != nullptr && attr->td->context != ctx)) {
+        set_errno(EINVAL);
+        return nullptr;
+    }
+    auto* pd = new (std::nothrow) Pd{};
+    if (pd == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    pd->protection = to_pd(attr->pd);
+    pd->pd.context = ctx;
+    pd->pd.handle = attr->pd->handle; // kernel commands act on the protection domain
+    pd->pdn = pd->protection->pdn;
+    pd->protection->parents.fetch_add(1, std::memory_order_relaxed);
+    if (attr->td != nullptr) {
+        pd->td = to_td(attr->td);
+        pd->td->parents.fetch_add(1, std::memory_order_relaxed);
+    }
+    return &pd->pd;
+}
+
+ibv_td* alloc_td(ibv_context* ctx, ibv_td_init_attr* attr) noexcept {
+    if (attr->comp_mask != 0) {
+        set_errno(EINVAL);
+        return nullptr;
+    }
+    auto* td = new (std::nothrow) Td{};
+    if (td == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    td->td.context = ctx;
+    return &td->td;
+}
+
+int dealloc_td(ibv_td* ibtd) noexcept {
+    Td* td = to_td(ibtd);
+    if (td->parents.load(std::memory_order_relaxed) != 0)
+        return EBUSY;
+    delete td;
     return 0;
 }
 

@@ -152,14 +152,24 @@ void setup_cq_ex(Cq& cq) noexcept {
 
 // Completion timestamps, VLAN, flow tags and the like are not produced;
 // a CQ that asks for them is refused rather than handed zeros.
+// A CQ may name a parent domain (of this context), which only says which
+// allocators and thread domain to use: nothing to pass to the kernel.
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
+    constexpr std::uint32_t known = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
     const bool flags_ok = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) == 0 || attr->flags == 0;
-    if ((attr->wc_flags & ~kSupportedWcFlags) != 0 ||
-        (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS)) != 0 ||
+    if ((attr->wc_flags & ~kSupportedWcFlags) != 0 || (attr->comp_mask & ~known) != 0 ||
         !flags_ok) {
         set_errno(EOPNOTSUPP);
         return nullptr;
     }
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0 &&
+        (attr->parent_domain == nullptr || attr->parent_domain->context != ctx ||
+         parent_domain(attr->parent_domain) == nullptr)) {
+        set_errno(EINVAL);
+        return nullptr;
+    }
+    ibv_cq_init_attr_ex request = *attr;
+    request.comp_mask &= ~static_cast<std::uint32_t>(IBV_CQ_INIT_ATTR_MASK_PD);
     auto* cq = new (std::nothrow) Cq{};
     if (cq == nullptr) {
         set_errno(ENOMEM);
@@ -167,8 +177,8 @@ ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
     }
     verbs_cmd_create_cq_ex cmd{};
     WithDriverData<ib_uverbs_ex_create_cq_resp, sroce_create_cq_resp> resp;
-    int err = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd, sizeof(cmd), resp.core(), resp.size(),
-                                   0);
+    int err = ibv_cmd_create_cq_ex(ctx, &request, &cq->vcq, &cmd, sizeof(cmd), resp.core(),
+                                   resp.size(), 0);
     if (err != 0) {
         delete cq;
         set_errno(err);

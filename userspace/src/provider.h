@@ -40,9 +40,26 @@ struct Context {
 static_assert(std::is_trivially_copyable_v<Context> && std::is_standard_layout_v<Context>);
 static_assert(offsetof(Context, vctx) == 0);
 
+// A thread domain: the application's promise that one thread at a time uses
+// what it is attached to. sroce's post and poll paths stay correct without
+// it; the count keeps a thread domain from going while parent domains name it.
+struct Td {
+    ibv_td td{};
+    std::atomic<std::uint32_t> parents{0};
+};
+
+// A protection domain, or a parent domain: an ibv_pd that stands for its
+// protection domain (same kernel handle) and carries the application's
+// context and thread domain. Verbs given a parent domain act on its
+// protection domain. Its memory allocators are accepted and not called:
+// every ring sroce uses is kernel memory mapped into the process.
 struct Pd {
     ibv_pd pd{};
     std::uint32_t pdn = 0;
+    Pd* protection = nullptr; // a parent domain's protection domain
+    Td* td = nullptr;         // a parent domain's thread domain, if any
+    // parent domains naming this protection domain: it goes after them
+    std::atomic<std::uint32_t> parents{0};
 };
 
 // Objects below embed the libibverbs struct first and are standard-layout,
@@ -131,6 +148,10 @@ inline Context* to_context(ibv_context* ctx) noexcept {
 inline Pd* to_pd(ibv_pd* pd) noexcept {
     return reinterpret_cast<Pd*>(pd);
 }
+static_assert(std::is_standard_layout_v<Pd> && std::is_standard_layout_v<Td>);
+inline Td* to_td(ibv_td* td) noexcept {
+    return reinterpret_cast<Td*>(td);
+}
 inline Mr* to_mr(verbs_mr* mr) noexcept {
     return reinterpret_cast<Mr*>(mr);
 }
@@ -168,6 +189,11 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
 int query_port(ibv_context* ctx, std::uint8_t port_num, ibv_port_attr* attr) noexcept;
 ibv_pd* alloc_pd(ibv_context* ctx) noexcept;
 int dealloc_pd(ibv_pd* pd) noexcept;
+ibv_pd* alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
+ibv_td* alloc_td(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
+int dealloc_td(ibv_td* td) noexcept;
+// The parent domain a PD argument names, or null for a protection domain.
+Pd* parent_domain(ibv_pd* pd) noexcept;
 
 // --- memory regions and address handles (mr.cpp) --------------------------
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,

@@ -155,9 +155,9 @@ struct verbs_context_ops {
     UnusedOp alloc_dm;
     ibv_mw* (*alloc_mw)(ibv_pd* pd, ibv_mw_type type);
     UnusedOp alloc_null_mr;
-    UnusedOp alloc_parent_domain;
+    ibv_pd* (*alloc_parent_domain)(ibv_context* context, ibv_parent_domain_init_attr* attr);
     ibv_pd* (*alloc_pd)(ibv_context* context);
-    UnusedOp alloc_td;
+    ibv_td* (*alloc_td)(ibv_context* context, ibv_td_init_attr* init_attr);
     void (*async_event)(ibv_context* context, ibv_async_event* event);
     UnusedOp attach_counters_point_flow;
     int (*attach_mcast)(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
@@ -178,7 +178,7 @@ struct verbs_context_ops {
     UnusedOp create_wq;
     int (*dealloc_mw)(ibv_mw* mw);
     int (*dealloc_pd)(ibv_pd* pd);
-    UnusedOp dealloc_td;
+    int (*dealloc_td)(ibv_td* td);
     int (*dereg_mr)(verbs_mr* mr);
     int (*destroy_ah)(ibv_ah* ah);
     UnusedOp destroy_counters;

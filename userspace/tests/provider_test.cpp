@@ -103,5 +103,91 @@ TEST(DeviceOps, AllocAndUninitDevice) {
     device_ops().uninit_device(vdev);
 }
 
+// Parent and thread domains live in the provider alone: no kernel involved.
+struct Domains : ::testing::Test {
+    ibv_context ctx{};
+    ibv_context other{};
+    Pd protection{};
+
+    void SetUp() override {
+        protection.pd.context = &ctx;
+        protection.pd.handle = 7;
+        protection.pdn = 3;
+    }
+    ibv_pd* parent_of(ibv_pd* pd, ibv_td* td = nullptr, std::uint32_t mask = 0) {
+        ibv_parent_domain_init_attr attr{};
+        attr.pd = pd;
+        attr.td = td;
+        attr.comp_mask = mask;
+        return alloc_parent_domain(&ctx, &attr);
+    }
+};
+
+TEST_F(Domains, AParentDomainActsOnItsProtectionDomainWhichOutlivesIt) {
+    ibv_pd* parent = parent_of(&protection.pd, nullptr,
+                               IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+                                       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT);
+    ASSERT_NE(parent, nullptr);
+    EXPECT_EQ(parent->handle, 7U);
+    EXPECT_EQ(parent->context, &ctx);
+    EXPECT_EQ(parent_domain(parent), to_pd(parent));
+    EXPECT_EQ(parent_domain(&protection.pd), nullptr);
+    EXPECT_EQ(dealloc_pd(&protection.pd), EBUSY);
+    EXPECT_EQ(dealloc_pd(parent), 0);
+    EXPECT_EQ(protection.parents.load(), 0U);
+}
+
+TEST_F(Domains, BadParentDomainsAreRefused) {
+    errno = 0;
+    EXPECT_EQ(parent_of(nullptr), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_EQ(parent_of(&protection.pd, nullptr, 1U << 5), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    ibv_pd* parent = parent_of(&protection.pd);
+    ASSERT_NE(parent, nullptr);
+    errno = 0;
+    EXPECT_EQ(parent_of(parent), nullptr) << "a parent of a parent";
+    EXPECT_EQ(errno, EINVAL);
+    protection.pd.context = &other;
+    errno = 0;
+    EXPECT_EQ(parent_of(&protection.pd), nullptr) << "another context's PD";
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(dealloc_pd(parent), 0);
+}
+
+TEST_F(Domains, AThreadDomainStaysWhileAParentDomainNamesIt) {
+    ibv_td_init_attr bad{1};
+    errno = 0;
+    EXPECT_EQ(alloc_td(&ctx, &bad), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    ibv_td_init_attr attr{};
+    ibv_td* td = alloc_td(&ctx, &attr);
+    ASSERT_NE(td, nullptr);
+    EXPECT_EQ(td->context, &ctx);
+    ibv_pd* parent = parent_of(&protection.pd, td);
+    ASSERT_NE(parent, nullptr);
+    EXPECT_EQ(dealloc_td(td), EBUSY);
+    EXPECT_EQ(dealloc_pd(parent), 0);
+    EXPECT_EQ(dealloc_td(td), 0);
+}
+
+TEST_F(Domains, ACqNamesAParentDomainOfItsContextOrNothing) {
+    ibv_cq_init_attr_ex attr{};
+    attr.cqe = 4;
+    attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+    attr.parent_domain = &protection.pd;
+    errno = 0;
+    EXPECT_EQ(create_cq_ex(&ctx, &attr), nullptr) << "a protection domain";
+    EXPECT_EQ(errno, EINVAL);
+    ibv_pd* parent = parent_of(&protection.pd);
+    ASSERT_NE(parent, nullptr);
+    attr.parent_domain = parent;
+    errno = 0;
+    EXPECT_EQ(create_cq_ex(&other, &attr), nullptr) << "another context's parent domain";
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(dealloc_pd(parent), 0);
+}
+
 } // namespace
 } // namespace sroce
