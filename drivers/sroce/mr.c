@@ -127,7 +127,7 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 	mr->length = U64_MAX;
 	err = sroce_mr_insert(sdev, mr);
 	if (err) {
-		kfree(mr);
+		sroce_mr_free(mr);
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
@@ -321,10 +321,10 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	return 0;
 }
 
-struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+/* A user MR with its pages pinned, not yet in the key table. */
+static struct sroce_mr *sroce_mr_pin(struct ib_pd *ibpd, u64 start,
+				     u64 length, u64 iova, int access)
 {
-	struct sroce_dev *sdev = to_sdev(ibpd->device);
 	struct sroce_mr *mr;
 	int err;
 
@@ -349,14 +349,94 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	err = sroce_mr_collect_pages(mr);
 	if (err)
 		goto err_free;
-	err = sroce_mr_insert(sdev, mr);
-	if (err)
-		goto err_free;
-	return &mr->ibmr;
+	return mr;
 
 err_free:
 	sroce_mr_free(mr);
 	return ERR_PTR(err);
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_mr *mr = sroce_mr_pin(ibpd, start, length, iova, access);
+	int err;
+
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	err = sroce_mr_insert(to_sdev(ibpd->device), mr);
+	if (err) {
+		sroce_mr_free(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static void sroce_mr_set_dereg(struct sroce_mr *mr, bool dereg)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&mr->lock, flags);
+	mr->dereg = dereg;
+	spin_unlock_irqrestore(&mr->lock, flags);
+}
+
+/*
+ * Reregistration builds a new MR under the old one's keys (applications
+ * and their peers keep using the keys they have, as with hardware) and
+ * swaps it into the key table; ib_core then destroys the old MR, whose
+ * dereg leaves the slot to its successor. Changing a live MR in place would
+ * race with the accesses that already looked it up: those finish on the
+ * old pages, which stay pinned until they are done. The old MR must be free
+ * to go: no window bound to it, and from here on binds refuse it. ib_core
+ * holds the MR's uobject exclusively, so no dereg runs meanwhile.
+ */
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibmr->device);
+	struct sroce_mr *old = to_smr(ibmr), *new;
+	unsigned long irqflags;
+	void *prev;
+
+	if (old->type != SROCE_MR_USER)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->umem->address;
+		length = old->length;
+		iova = old->iova;
+	}
+	if (!(flags & IB_MR_REREG_PD))
+		pd = ibmr->pd;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+
+	spin_lock_irqsave(&old->lock, irqflags);
+	if (old->num_mw) {
+		spin_unlock_irqrestore(&old->lock, irqflags);
+		return ERR_PTR(-EBUSY);
+	}
+	old->dereg = true;
+	spin_unlock_irqrestore(&old->lock, irqflags);
+
+	new = sroce_mr_pin(pd, start, length, iova, access);
+	if (IS_ERR(new))
+		goto err_undo;
+	new->key = old->key;
+	new->ibmr.lkey = old->key;
+	new->ibmr.rkey = old->key;
+	prev = xa_store(&sdev->mr_xa, old->key >> 8, new, GFP_KERNEL);
+	if (xa_is_err(prev)) {
+		sroce_mr_free(new);
+		new = ERR_PTR(xa_err(prev));
+		goto err_undo;
+	}
+	return &new->ibmr;
+
+err_undo:
+	sroce_mr_set_dereg(old, false);
+	return ERR_CAST(new);
 }
 
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -374,7 +454,8 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	mr->dereg = true;
 	spin_unlock_irqrestore(&mr->lock, flags);
 
-	xa_erase(&sdev->mr_xa, mr->key >> 8);
+	/* unless a reregistration gave the slot to a successor */
+	xa_cmpxchg(&sdev->mr_xa, mr->key >> 8, mr, NULL, 0);
 	/* Copies in flight hold references; they are short. */
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->released);

@@ -88,7 +88,9 @@ struct sroce_mr {
 	 * RCU takes one with refcount_inc_not_zero(); dereg removes the key,
 	 * drops the initial reference and waits for the others (held only
 	 * for the duration of a copy) before unpinning; the struct itself is
-	 * freed after an RCU grace period.
+	 * freed after an RCU grace period. A reregistration hands the key's
+	 * slot to a successor; the old MR keeps its initial reference until
+	 * its own dereg, which leaves the slot alone.
 	 */
 	refcount_t ref;
 	struct completion released;
@@ -293,6 +295,9 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
 void sroce_mr_table_init(struct sroce_dev *sdev);

@@ -954,6 +954,7 @@ const struct ib_device_ops sroce_transport_ops = {
 
 	.get_dma_mr = sroce_get_dma_mr,
 	.reg_user_mr = sroce_reg_user_mr,
+	.rereg_user_mr = sroce_rereg_user_mr,
 	.dereg_mr = sroce_dereg_mr,
 	.alloc_mw = sroce_alloc_mw,
 	.dealloc_mw = sroce_dealloc_mw,

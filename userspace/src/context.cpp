@@ -47,6 +47,7 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.query_srq = query_srq;
     ops.reg_mr = reg_mr;
     ops.req_notify_cq = req_notify_cq;
+    ops.rereg_mr = rereg_mr;
     ops.resize_cq = resize_cq;
     return ops;
 }

@@ -29,6 +29,17 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
     return &mr->vmr.mr;
 }
 
+// The kernel registers anew and returns new keys, which libibverbs copies
+// into the ibv_mr; the old registration is gone once this succeeds.
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, std::size_t length,
+             int access) noexcept {
+    verbs_cmd_rereg_mr cmd{};
+    ib_uverbs_rereg_mr_resp resp{};
+    return ibv_cmd_rereg_mr(vmr, static_cast<std::uint32_t>(flags), addr, length,
+                            reinterpret_cast<std::uintptr_t>(addr), access, pd, &cmd, sizeof(cmd),
+                            &resp, sizeof(resp));
+}
+
 int dereg_mr(verbs_mr* vmr) noexcept {
     const int err = ibv_cmd_dereg_mr(vmr);
     if (err != 0)

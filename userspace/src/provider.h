@@ -198,6 +198,8 @@ Pd* parent_domain(ibv_pd* pd) noexcept;
 // --- memory regions and address handles (mr.cpp) --------------------------
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
                int access) noexcept;
+int rereg_mr(verbs_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length,
+             int access) noexcept;
 int dereg_mr(verbs_mr* mr) noexcept;
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept;
 int dealloc_mw(ibv_mw* mw) noexcept;

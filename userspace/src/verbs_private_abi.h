@@ -222,7 +222,8 @@ struct verbs_context_ops {
     UnusedOp reg_dmabuf_mr;
     ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va, int access);
     int (*req_notify_cq)(ibv_cq* cq, int solicited_only);
-    UnusedOp rereg_mr;
+    int (*rereg_mr)(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, std::size_t length,
+                    int access);
     int (*resize_cq)(ibv_cq* cq, int cqe);
     UnusedOp set_ece;
     UnusedOp unimport_dm;
@@ -256,6 +257,7 @@ using verbs_cmd_get_context = verbs_write_cmd<ib_uverbs_get_context>;
 using verbs_cmd_query_port = verbs_write_cmd<ib_uverbs_query_port>;
 using verbs_cmd_alloc_pd = verbs_write_cmd<ib_uverbs_alloc_pd>;
 using verbs_cmd_reg_mr = verbs_write_cmd<ib_uverbs_reg_mr>;
+using verbs_cmd_rereg_mr = verbs_write_cmd<ib_uverbs_rereg_mr>;
 using verbs_cmd_alloc_mw = verbs_write_cmd<ib_uverbs_alloc_mw>;
 using verbs_cmd_create_cq = verbs_write_cmd<ib_uverbs_create_cq>;
 using verbs_cmd_resize_cq = verbs_write_cmd<ib_uverbs_resize_cq>;
@@ -296,6 +298,9 @@ int ibv_cmd_dealloc_pd(ibv_pd* pd);
 int ibv_cmd_reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va, int access,
                    verbs_mr* mr, verbs_cmd_reg_mr* cmd, std::size_t cmd_size,
                    ib_uverbs_reg_mr_resp* resp, std::size_t resp_size);
+int ibv_cmd_rereg_mr(verbs_mr* mr, std::uint32_t flags, void* addr, std::size_t length,
+                     std::uint64_t hca_va, int access, ibv_pd* pd, verbs_cmd_rereg_mr* cmd,
+                     std::size_t cmd_size, ib_uverbs_rereg_mr_resp* resp, std::size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr* mr);
 int ibv_cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, verbs_cmd_alloc_mw* cmd,
                      std::size_t cmd_size, ib_uverbs_alloc_mw_resp* resp, std::size_t resp_size);
@@ -410,6 +415,7 @@ static_assert(sizeof(verbs_cmd_get_context) == 16);
 static_assert(sizeof(verbs_cmd_query_port) == 24);
 static_assert(sizeof(verbs_cmd_alloc_pd) == 16);
 static_assert(sizeof(verbs_cmd_reg_mr) == 48);
+static_assert(sizeof(verbs_cmd_rereg_mr) == 56);
 static_assert(sizeof(verbs_cmd_alloc_mw) == 24);
 static_assert(sizeof(verbs_cmd_create_cq) == 40);
 static_assert(sizeof(verbs_cmd_resize_cq) == 24);
