@@ -6,6 +6,7 @@
 #include "provider.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -229,6 +230,16 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
     if (n != 0)
         cq->ring.consume(n);
     return static_cast<int>(n);
+}
+
+void discard_qp_cqes(ibv_cq* ibcq, std::uint32_t qp_num) noexcept {
+    Cq* cq = to_cq(ibcq);
+    const std::lock_guard guard{cq->lock};
+    (void)cq->ring.discard_if([qp_num](const std::byte* slot) {
+        sroce_cqe cqe{};
+        std::memcpy(&cqe, slot, sizeof(cqe));
+        return cqe.qp_num == qp_num;
+    });
 }
 
 int req_notify_cq(ibv_cq* ibcq, int solicited_only) noexcept {

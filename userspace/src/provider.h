@@ -218,6 +218,11 @@ int destroy_cq(ibv_cq* cq) noexcept;
 int resize_cq(ibv_cq* cq, int cqe) noexcept;
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;
 int req_notify_cq(ibv_cq* cq, int solicited_only) noexcept;
+// Drops the completions of QP qp_num not yet polled from cq: a QP moved to
+// RESET or destroyed leaves nothing of its past behind (as hardware
+// providers do), so an application that resets a QP in error polls no stale
+// flush completions afterwards.
+void discard_qp_cqes(ibv_cq* cq, std::uint32_t qp_num) noexcept;
 
 // --- queue pairs (qp.cpp) -----------------------------------------------------
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept;

@@ -179,12 +179,26 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
     return create_common(ctx, attr);
 }
 
+namespace {
+
+void discard_cqes(ibv_qp* qp) noexcept {
+    if (qp->recv_cq != nullptr)
+        discard_qp_cqes(qp->recv_cq, qp->qp_num);
+    if (qp->send_cq != nullptr && qp->send_cq != qp->recv_cq)
+        discard_qp_cqes(qp->send_cq, qp->qp_num);
+}
+
+} // namespace
+
 int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) noexcept {
     verbs_cmd_modify_qp cmd{};
     const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
-    if (err == 0 && (attr_mask & IBV_QP_STATE) != 0)
-        to_qp(ibqp)->state.store(attr->qp_state, std::memory_order_release);
-    return err;
+    if (err != 0 || (attr_mask & IBV_QP_STATE) == 0)
+        return err;
+    to_qp(ibqp)->state.store(attr->qp_state, std::memory_order_release);
+    if (attr->qp_state == IBV_QPS_RESET)
+        discard_cqes(ibqp);
+    return 0;
 }
 
 int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) noexcept {
@@ -213,6 +227,7 @@ int destroy_qp(ibv_qp* ibqp) noexcept {
     const int err = ibv_cmd_destroy_qp(ibqp);
     if (err != 0)
         return err;
+    discard_cqes(ibqp);
     delete to_qp(ibqp); // unmaps the rings
     return 0;
 }

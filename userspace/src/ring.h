@@ -20,6 +20,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 
@@ -170,6 +171,29 @@ public:
     }
 
     [[nodiscard]] std::uint32_t tail() const noexcept { return tail_; }
+
+    // Drops the unconsumed slots `discard` picks, keeping the order of the
+    // rest: kept slots move towards the producer end, then the consumer
+    // skips the freed ones. The producer writes only past the index read
+    // here, and the slots before it are the consumer's until consumed, so
+    // this end alone rewrites them. Returns how many were dropped.
+    template <typename Pred>
+    std::uint32_t discard_if(Pred discard) noexcept {
+        const std::uint32_t n =
+                view_.used(view_.shared_producer().load(std::memory_order_acquire), tail_);
+        std::uint32_t dropped = 0;
+        for (std::uint32_t i = n; i-- > 0;) {
+            std::byte* slot = view_.slot_at(tail_ + i);
+            if (discard(static_cast<const std::byte*>(slot))) {
+                ++dropped;
+            } else if (dropped != 0) {
+                std::memcpy(view_.slot_at(tail_ + i + dropped), slot, view_.stride());
+            }
+        }
+        if (dropped != 0)
+            consume(dropped);
+        return dropped;
+    }
 
 private:
     RingView view_;

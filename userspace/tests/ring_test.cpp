@@ -167,6 +167,67 @@ TEST(Rings, ACorruptPeerCounterReadsAsFullNotAsHugeSpace) {
     EXPECT_EQ(c.available(), 16U);
 }
 
+// Fills a ring of 8-byte slots with the given values, across the wrap.
+void produce(FakeRing& ring, const std::vector<std::uint64_t>& values) {
+    auto p = ring.producer();
+    for (const std::uint64_t v : values) {
+        std::memcpy(p.next_slot(), &v, sizeof(v));
+        p.advance();
+    }
+    p.publish();
+}
+
+std::vector<std::uint64_t> drain(ConsumerRing& c) {
+    std::vector<std::uint64_t> out;
+    while (c.available() != 0) {
+        std::uint64_t v = 0;
+        std::memcpy(&v, c.peek(), sizeof(v));
+        out.push_back(v);
+        c.consume(1);
+    }
+    return out;
+}
+
+bool odd(const std::byte* slot) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, slot, sizeof(v));
+    return (v & 1) != 0;
+}
+
+TEST(Rings, DiscardKeepsTheOrderOfTheRestAcrossTheWrap) {
+    FakeRing ring{8, 8, 0xfffffffcU};
+    produce(ring, {1, 2, 3, 4, 6, 7, 8});
+    auto c = ring.consumer();
+    EXPECT_EQ(c.discard_if(odd), 3U);
+    EXPECT_EQ(ring.ctrl().consumer, 0xfffffffcU + 3) << "the freed slots go back to the producer";
+    EXPECT_EQ(drain(c), (std::vector<std::uint64_t>{2, 4, 6, 8}));
+}
+
+TEST(Rings, DiscardOfNothingOrEverything) {
+    FakeRing ring{4, 8};
+    auto c = ring.consumer();
+    EXPECT_EQ(c.discard_if(odd), 0U) << "empty";
+    produce(ring, {2, 4});
+    EXPECT_EQ(c.discard_if(odd), 0U);
+    EXPECT_EQ(drain(c), (std::vector<std::uint64_t>{2, 4}));
+    produce(ring, {1, 3, 5, 7});
+    EXPECT_EQ(c.discard_if(odd), 4U);
+    EXPECT_EQ(c.available(), 0U);
+}
+
+TEST(Rings, DiscardLooksAtNoMoreThanTheRingHolds) {
+    FakeRing ring{4, 8};
+    produce(ring, {1, 2, 3, 4});
+    ring.set_producer(5000); // a producer counter beyond the ring
+    auto c = ring.consumer();
+    std::uint32_t looked = 0;
+    c.discard_if([&looked](const std::byte*) {
+        ++looked;
+        return false;
+    });
+    EXPECT_EQ(looked, 4U);
+}
+
 TEST(Rings, ProducerStartsFromTheCountersInTheRing) {
     // As after a CQ resize: the kernel hands over a ring with CQEs in it.
     FakeRing ring{8, 64};
