@@ -203,7 +203,14 @@ static void sroce_cqe_to_wc(struct sroce_dev *sdev, const struct sroce_cqe *cqe,
 	wc->qp = sroce_qp_lookup_ib(sdev, cqe->qp_num);
 	wc->src_qp = cqe->src_qp;
 	wc->pkey_index = cqe->pkey_index;
-	wc->sl = cqe->sl;
+	/* kernel consumers learn the packet type from its own field */
+	if (wc->wc_flags & IB_WC_GRH) {
+		wc->network_hdr_type =
+			(cqe->sl & SROCE_CQE_SL_IPV4) ? RDMA_NETWORK_IPV4 :
+							RDMA_NETWORK_IPV6;
+		wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+	}
+	wc->sl = 0;
 	wc->port_num = SROCE_PORT;
 }
 

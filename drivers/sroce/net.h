@@ -30,6 +30,7 @@
 #include <linux/u64_stats_sync.h>
 #include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/sroce-abi.h>
 
 #include "wire.h"
 
@@ -203,6 +204,14 @@ int sroce_net_parse(struct sk_buff *skb);
  */
 void sroce_pkt_network_hdr(const struct sk_buff *skb,
 			   union rdma_network_hdr *hdr);
+
+/* What a UD receive completion reports in sl: the packet's type. */
+static inline u8 sroce_pkt_cqe_sl(const struct sk_buff *skb)
+{
+	return SROCE_CQE_SL_ROCEV2 |
+	       (sroce_pkt_c(skb)->network_type == RDMA_NETWORK_IPV4 ?
+		SROCE_CQE_SL_IPV4 : SROCE_CQE_SL_IPV6);
+}
 
 /*
  * Implemented by the transport: takes ownership of a validated packet.

@@ -149,7 +149,7 @@ struct sroce_cqe {
 	__u8 status;
 	__u8 opcode;
 	__u8 wc_flags;
-	__u8 sl;
+	__u8 sl;	/* UD receives: SROCE_CQE_SL_* (see below) */
 	__u32 vendor_err;
 	__u32 byte_len;
 	union {
@@ -162,6 +162,17 @@ struct sroce_cqe {
 	__u16 reserved0;
 	__u32 reserved1[7];
 };
+
+/*
+ * RoCE packets carry no service level. The sl of a UD receive completion
+ * reports the packet's type instead, as RoCE hardware does (IBTA A17.4.5.1
+ * asks UD completions to tell IPv4 from IPv6; UCX reads it from sl to find
+ * the destination address in the GRH): the RoCEv2 bit and the network
+ * header type.
+ */
+#define SROCE_CQE_SL_ROCEV2	0x8
+#define SROCE_CQE_SL_IPV6	0x1
+#define SROCE_CQE_SL_IPV4	0x2
 
 /* Description of one mapped ring in a create response. */
 struct sroce_queue_info {
