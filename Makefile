@@ -83,6 +83,14 @@ verify: $(RDLIMITCHECK)
 QPSTATESCHECK := $(BUILD)/sroce-qp-states
 verify: $(QPSTATESCHECK)
 
+# ... the MPI program of tests/integration/mpi.sh (Open MPI's mpicc).
+MPICHECK := $(BUILD)/sroce-mpi
+verify: $(MPICHECK)
+
+$(MPICHECK): tests/verify/sroce-mpi.c
+	@mkdir -p $(BUILD)
+	mpicc -O2 -g -Wall -Wextra -o $@ $<
+
 $(VERIFY) $(FLUSHCHECK) $(DROPCHECK): $(BUILD)/%: tests/verify/%.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -o $@ $< -libverbs -lrdmacm
