@@ -9,12 +9,16 @@
 # exits with its status once it ended. HOST is the other guest.
 set -euo pipefail
 dir=${SROCE_PAIR_DIR:?}/mpi
+peer=$([[ ${SROCE_ROLE:?} == a ]] && echo b || echo a)
 shift
 id=$$
-printf '%s\n' "$*" >"$dir/cmd.$id.tmp"
-mv "$dir/cmd.$id.tmp" "$dir/cmd.$id"
+# written aside, then renamed: the other guest sees whole commands only
+printf '%s\n' "$*" >"$dir/.cmd.$id"
+mv "$dir/.cmd.$id" "$dir/cmd.$id"
 until [[ -e $dir/status.$id ]]; do
-	[[ -e $dir/stop ]] && exit 1
+	# the other guest's script ended or its guest died: nobody will answer
+	[[ -e $dir/stop || -e $SROCE_PAIR_DIR/exit.$peer ||
+		-e ${SROCE_PAIR_ROOT:-$SROCE_PAIR_DIR}/dead.$peer ]] && exit 1
 	sleep 0.2
 done
 exit "$(cat "$dir/status.$id")"

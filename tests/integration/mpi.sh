@@ -68,11 +68,11 @@ serve() {
 		for f in "$dir"/cmd.*; do
 			[[ -e $f ]] || continue
 			id=${f##*.}
-			mv "$f" "$dir/run.$id"
+			mv "$f" "$dir/run.$id" || fail "cannot take command $f"
 			(
 				bash -c "$(cat "$dir/run.$id")" </dev/null >"$SROCE_OUT/remote.$id.txt" 2>&1
-				echo $? >"$dir/status.$id.tmp"
-				mv "$dir/status.$id.tmp" "$dir/status.$id"
+				echo $? >"$dir/.status.$id"
+				mv "$dir/.status.$id" "$dir/status.$id"
 			) &
 		done
 		[[ -e $SROCE_PAIR_DIR/exit.$SROCE_PEER_ROLE ]] && fail "the peer ended without stopping us"

@@ -18,7 +18,9 @@
 # harness fails the run on any oops, WARN, KASAN, lockdep or kmemleak
 # report), QPs in RESET and INIT must take no packet, a bystander pingpong
 # on QPs the fuzzer does not aim at must check all its data, and the device
-# must hold no more objects afterwards than before.
+# must hold no more objects afterwards than before, nor the kernel more
+# unreclaimable slab memory (a queue a peer could grow, or a leak of a few
+# bytes per packet, would show there).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -42,6 +44,11 @@ lqpns() {
 }
 
 before=$(dev_object_counts "$dev")
+# Unreclaimable slab, in kB; 2 MiB of slack for the caches the run warms.
+sunreclaim() { sed -n 's/^SUnreclaim: *\([0-9]*\) kB$/\1/p' /proc/meminfo; }
+slab_slack=2048
+slab0=$(sunreclaim)
+[[ -n $slab0 ]] || fail "no SUnreclaim in /proc/meminfo"
 pids=()
 cleanup() {
 	local p
@@ -239,3 +246,12 @@ back_to_before() { [[ $(dev_object_counts "$dev") == "$before" ]]; }
 wait_for 20 back_to_before ||
 	fail "objects left on $dev: before '$before', after '$(dev_object_counts "$dev")' (qp cq pd mr)"
 log "objects back to '$before' (qp cq pd mr)"
+# Freed skbs and QPs go through RCU and the slab's per-CPU lists: wait.
+# Not on the debug kernel: KASAN's quarantine keeps freed objects in their
+# slabs for a while (kmemleak watches leaks there).
+if [[ $SROCE_KERNEL != debug ]]; then
+	slab_back() { (($(sunreclaim) - slab0 <= slab_slack)); }
+	wait_for 30 slab_back ||
+		fail "unreclaimable slab grew by $(($(sunreclaim) - slab0)) kB over the fuzzing (slack $slab_slack kB)"
+fi
+log "unreclaimable slab: $slab0 kB before, $(sunreclaim) kB after"
