@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce timeout=900
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce pairs.6.12=sroce:sroce timeout=900
 # SPDX-License-Identifier: GPL-2.0
 #
 # UCX (Debian's ucx-utils) between the two guests, forced onto this device
@@ -15,7 +15,10 @@
 # was IPv4) and no run got past its connection. rdma_rxe still reports sl 0,
 # so UCX on an rxe guest runs with that check off; the sroce side keeps
 # UCX's defaults. (UCX needs its UD transport beside RC: RC alone cannot
-# carry its connection setup.)
+# carry its connection setup.) The rxe pairs run in make check-full only:
+# sroce:rxe stalled once in four runs (ucp_put_bw over ud_verbs, UCX on
+# the rxe guest timed out its UD endpoint after 93 of 200 iterations);
+# the cause is not known yet.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
