@@ -645,6 +645,31 @@ static bool sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb,
 	return true;
 }
 
+/*
+ * A READ response older than every request in flight: the responder is
+ * answering again a READ we resent after a timeout, in full (rdma_rxe
+ * does), and our newer requests wait behind it. Going back again would
+ * queue one more full answer each time the timer expires, until the
+ * requester runs out of retries waiting behind its own duplicates; the
+ * responder is alive, so the timer starts over instead. Retries and
+ * backoff stay as they are: only progress renews them.
+ */
+static void sroce_comp_stale_read_resp(struct sroce_qp *qp,
+				       const struct sroce_pkt *pkt)
+{
+	const u32 read_resp = SROCE_OPF_READ | SROCE_OPF_RESP;
+	struct sroce_comp *comp = &qp->comp;
+	unsigned long t;
+
+	if ((pkt->flags & read_resp) != read_resp ||
+	    !sroce_psn_before(pkt->psn, comp->psn) ||
+	    !timer_pending(&comp->retrans_timer))
+		return;
+	t = sroce_comp_timeout(qp);
+	if (t)
+		mod_timer(&comp->retrans_timer, jiffies + t);
+}
+
 /* One response packet (sq_lock held); true to run the requester. */
 static bool sroce_comp_packet(struct sroce_qp *qp, struct sk_buff *skb,
 			      struct sroce_comp_notify *n)
@@ -654,8 +679,10 @@ static bool sroce_comp_packet(struct sroce_qp *qp, struct sk_buff *skb,
 
 	/* Only PSNs of requests in flight mean anything. */
 	if (!sroce_psn_in_window(pkt->psn, comp->psn,
-				 sroce_psn_diff(qp->req.psn_max, comp->psn)))
+				 sroce_psn_diff(qp->req.psn_max, comp->psn))) {
+		sroce_comp_stale_read_resp(qp, pkt);
 		return false;
+	}
 
 	switch (pkt->opcode) {
 	case SROCE_OP_RC_ACKNOWLEDGE:
