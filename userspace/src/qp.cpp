@@ -5,6 +5,7 @@
 #include "provider.h"
 
 #include <algorithm>
+#include <ctime>
 #include <mutex>
 #include <new>
 #include <unistd.h>
@@ -86,15 +87,26 @@ void init_doorbell(Qp& qp) noexcept {
     db.core.wqe_size = sizeof(ib_uverbs_send_wr);
 }
 
-// Tells the kernel there are new send WQEs.
+// Tells the kernel there are new send WQEs. They are in the ring already,
+// and another thread's doorbell may take them at any time, so they cannot
+// be reported as not posted: a doorbell that failed for want of memory
+// (ib_uverbs allocates a buffer for every POST_SEND) is rung again, for up
+// to a second. Any other refusal means the QP is unusable.
 int ring_doorbell(Qp& qp) noexcept {
+    constexpr int kMemoryRetries = 1000;
+    constexpr timespec kMemoryWait{.tv_sec = 0, .tv_nsec = 1'000'000};
     const int fd = qp.vqp.qp.context->cmd_fd;
+    int retries = kMemoryRetries;
     for (;;) {
         const ssize_t n = ::write(fd, &qp.doorbell, sizeof(qp.doorbell));
         if (n == static_cast<ssize_t>(sizeof(qp.doorbell)))
             return 0;
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == ENOMEM && retries-- > 0) {
+            ::nanosleep(&kMemoryWait, nullptr);
+            continue;
+        }
         return n < 0 ? errno : EIO;
     }
 }
