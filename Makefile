@@ -79,6 +79,9 @@ verify: $(LIMITSCHECK)
 # ... the responder-resources checker of tests/integration/rd-limit.sh.
 RDLIMITCHECK := $(BUILD)/sroce-rd-limit
 verify: $(RDLIMITCHECK)
+# ... the systematic allocation-failure checker of tests/integration/fault-create.sh.
+FAULTCHECK := $(BUILD)/sroce-fault-create
+verify: $(FAULTCHECK)
 # ... the READ victim of tests/integration/reply-flood.sh.
 READFLOODCHECK := $(BUILD)/sroce-read-flood
 verify: $(READFLOODCHECK)
@@ -106,7 +109,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
-	$(READFLOODCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(FAULTCHECK) $(READFLOODCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
