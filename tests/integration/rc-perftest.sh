@@ -16,8 +16,10 @@
 # and no side may print an error, so a run that stopped early or skipped a
 # size fails.
 #
-# 6.1 runs everything (about 3 minutes per pair on a quiet host); 6.12 and
-# the debug kernel run a subset on sroce:sroce.
+# 6.1 runs everything on sroce:sroce (about 3 minutes on a quiet host) and
+# against rdma_rxe every opcode once (every size of the bandwidth tools,
+# one connection method each for the rest); 6.12 and the debug kernel run a
+# subset on sroce:sroce.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -157,8 +159,23 @@ perf() {
 	barrier "$name" 300
 }
 
-case $SROCE_KERNEL in
-6.1)
+# against rdma_rxe on either side, or sroce on both
+against=sroce
+[[ $SROCE_DEV_TYPE == rxe || $SROCE_PEER_DEV_TYPE == rxe ]] && against=rxe
+case $SROCE_KERNEL/$against in
+6.1/rxe)
+	perf write-bw tcp 5 all ib_write_bw -a
+	perf read-bw tcp 5 all ib_read_bw -a
+	perf send-bw tcp 5 all ib_send_bw -a
+	perf atomic-bw tcp 100 8 ib_atomic_bw
+	perf atomic-lat-cm rdma 50 8 ib_atomic_lat -A CMP_AND_SWAP
+	perf write-lat tcp 100 64 ib_write_lat -s 64
+	perf read-lat-cm rdma 50 64 ib_read_lat -s 64
+	perf send-lat tcp 20 8192 ib_send_lat -s 8192
+	perf write-bw-ip6 tcp6 100 65536 ib_write_bw -s 65536
+	perf send-bw-cm rdma 100 12345 ib_send_bw -s 12345
+	;;
+6.1/sroce)
 	perf write-bw tcp 5 all ib_write_bw -a
 	perf read-bw tcp 5 all ib_read_bw -a
 	perf send-bw tcp 5 all ib_send_bw -a
@@ -178,7 +195,7 @@ case $SROCE_KERNEL in
 	perf send-lat-cm rdma 50 64 ib_send_lat -s 64
 	perf atomic-lat-cm rdma 50 8 ib_atomic_lat -A CMP_AND_SWAP
 	;;
-6.12)
+6.12/*)
 	perf write-bw tcp 5 all ib_write_bw -a
 	perf read-bw tcp 20 1048576 ib_read_bw -s 1048576
 	perf send-bw tcp 100 12345 ib_send_bw -s 12345
@@ -188,7 +205,7 @@ case $SROCE_KERNEL in
 	perf send-lat-cm rdma 50 64 ib_send_lat -s 64
 	perf atomic-lat tcp 50 8 ib_atomic_lat
 	;;
-debug)
+debug/*)
 	perf write-bw tcp 20 65536 ib_write_bw -s 65536
 	perf read-bw tcp 20 65536 ib_read_bw -s 65536
 	perf send-bw-cm rdma 20 4096 ib_send_bw -s 4096
