@@ -5,7 +5,7 @@
 # The packages of `make deb` as a user installs them: in each guest (whose
 # root is an overlay the test may write, see --overlay-root) dpkg -i the
 # three .debs, DKMS builds sroce.ko against the guest kernel's headers,
-# modprobe and `rdma link add` bring the device up, and ibv_rc_pingpong -c
+# `rdma link add` loads it and brings the device up, and ibv_rc_pingpong -c
 # runs between the guests with nothing but the installed files: no
 # RDMAV_DRIVERS, no module from the tree. Then purge: the module is
 # unloaded and nothing of sroce is left on disk or in dpkg and DKMS.
