@@ -2,7 +2,7 @@
 #
 #   make [KERNEL=6.1|6.12|debug|host]   module for that kernel + provider
 #   make deps                            install Debian packages (idempotent)
-#   make check | check-full | demo | bench | lint | install | clean
+#   make check | check-full | demo | bench | lint | install | deb | clean
 
 KERNEL ?= 6.1
 BUILD ?= $(CURDIR)/build
@@ -17,7 +17,7 @@ MODULE_SOURCES := Kbuild drivers include tests/kunit tests/kverbs
 # builds (debug) the kernel first; `host` is the running kernel's headers.
 HOST_KBUILD_DIR = /lib/modules/$(shell uname -r)/build
 
-.PHONY: all deps module provider verify check check-full demo bench lint install clean
+.PHONY: all deps module provider verify check check-full demo bench lint install deb clean
 
 all: module provider verify
 
@@ -136,6 +136,11 @@ install: provider
 	$(MAKE) -C $(HOST_KBUILD_DIR) M=$(BUILD)/module-host INSTALL_MOD_DIR=updates modules_install
 	depmod -a
 	cmake --install $(PROVDIR)
+
+# sroce-dkms, sroce-provider and sroce-vm .debs in $(BUILD)/deb, checked by
+# lintian (Documentation/packaging.md).
+deb:
+	SROCE_BUILD=$(BUILD) tools/sroce-deb
 
 clean:
 	rm -rf $(BUILD)
