@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12 pairs=sroce:sroce devices=none module=none root=overlay needs=deb timeout=1800
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12 pairs=sroce:sroce devices=none module=none root=overlay needs=deb timeout=1800 full-only
 # SPDX-License-Identifier: GPL-2.0
 #
 # The packages of `make deb` as a user installs them: in each guest (whose
