@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce timeout=600
+# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # Open MPI (Debian's openmpi-bin, pml ucx) running tests/verify/sroce-mpi.c
