@@ -68,15 +68,23 @@ static void arm(unsigned int n)
 		die("write fail-nth");
 }
 
-/* Did the armed failure happen? Disarms it either way. */
-static bool injected(void)
+/* Has the armed failure happened yet? (It stays armed.) */
+static bool fired(void)
 {
 	char s[16] = "";
 
 	if (pread(fail_nth_fd, s, sizeof(s) - 1, 0) <= 0)
 		die("read fail-nth");
-	arm(0);
 	return atoi(s) == 0;
+}
+
+/* Did the armed failure happen? Disarms it either way. */
+static bool injected(void)
+{
+	bool hit = fired();
+
+	arm(0);
+	return hit;
 }
 
 /* NULL from a creating verb: its errno, never 0 */
@@ -332,16 +340,6 @@ static void undo_mw(struct world *w)
 static unsigned char pattern(const struct world *w, size_t i)
 {
 	return (unsigned char)(i * 7 + w->round * 13 + 1);
-}
-
-/* Has the armed failure happened yet? (It stays armed.) */
-static bool fired(void)
-{
-	char s[16] = "";
-
-	if (pread(fail_nth_fd, s, sizeof(s) - 1, 0) <= 0)
-		die("read fail-nth");
-	return atoi(s) == 0;
 }
 
 /*
