@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,debug pairs=none timeout=180
+# sroce-test: kernels=debug pairs=none timeout=180
 # SPDX-License-Identifier: GPL-2.0
 #
 # A hostile local user rewriting its own mapped rings (tests/verify/

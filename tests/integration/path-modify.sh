@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,debug pairs=none timeout=200
+# sroce-test: kernels=debug pairs=none timeout=200
 # SPDX-License-Identifier: GPL-2.0
 #
 # modify_qp replaces an RC QP's path while the requester, the responder's
