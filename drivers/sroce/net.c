@@ -634,6 +634,11 @@ struct sk_buff *sroce_net_alloc_skb(struct sroce_dev *sdev,
 	return skb;
 }
 
+bool sroce_net_zcopy(const struct sroce_dev *sdev)
+{
+	return READ_ONCE(sdev->ndev->features) & NETIF_F_SG;
+}
+
 void *sroce_net_put_data(struct sk_buff *skb, unsigned int len)
 {
 	return skb_put(skb, len);

@@ -167,6 +167,13 @@ struct sk_buff *sroce_net_alloc_skb(struct sroce_dev *sdev,
 				    const struct sroce_av *av,
 				    unsigned int hdr_len,
 				    unsigned int linear_len, gfp_t gfp);
+/*
+ * Whether payload should go by page reference (sroce_net_add_page()): only
+ * when the netdev can send page fragments (NETIF_F_SG). Without it the
+ * stack linearizes every such packet again (a new head and a copy of it
+ * all), so copying at once costs one allocation and one pass less.
+ */
+bool sroce_net_zcopy(const struct sroce_dev *sdev);
 /* Append len bytes of linear payload; returns where to copy them. */
 void *sroce_net_put_data(struct sk_buff *skb, unsigned int len);
 /*

@@ -565,7 +565,8 @@ static int sroce_req_fill_sgl(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	bool zcopy = false;
 	int frags, err;
 
-	if (p->payload >= SROCE_ZCOPY_MIN && qp->ibqp.qp_type == IB_QPT_RC) {
+	if (p->payload >= SROCE_ZCOPY_MIN && qp->ibqp.qp_type == IB_QPT_RC &&
+	    sroce_net_zcopy(qp->sdev)) {
 		frags = sroce_sgl_frags(qp->sdev, qp->ibqp.pd, sgl,
 					wqe->num_sge, p->offset, p->payload);
 		if (frags < 0)

@@ -963,7 +963,7 @@ static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 			      struct resp_reply *r, u32 n)
 {
 	bool zcopy = mr && mr->type == SROCE_MR_USER &&
-		     n >= SROCE_RESP_ZCOPY_MIN;
+		     n >= SROCE_RESP_ZCOPY_MIN && sroce_net_zcopy(qp->sdev);
 	u8 opcode = resp_read_opcode(!r->started, n == r->len);
 	struct sk_buff *skb;
 
