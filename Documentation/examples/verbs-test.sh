@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# An example of a project's RDMA test run by sroce-vm in two guests:
+#
+#   sroce-vm run --pair verbs-test.sh
+#
+# Each guest runs this script with SROCE_ROLE=a or b, its device in
+# SROCE_DEV and the other guest's address in SROCE_PEER_IP (see sroce-vm(1));
+# guest a serves, guest b connects. The guests see the host's root
+# read-only, so they run the host's programs with the host's libibverbs and
+# its installed sroce provider. Replace ibv_rc_pingpong (ibverbs-utils) with
+# your own program and its own checks. Copied from
+# Documentation/examples/verbs-test.sh in sroce's source tree, where
+# tests/integration/deb-use.sh runs it with the installed packages.
+set -euo pipefail
+# Helpers of the harness (log, fail, gid_index, announce_port,
+# wait_peer_port, with_timeout): /usr/share/sroce-vm/tests/integration/lib.sh
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_pair
+require_cmd ibv_rc_pingpong
+gid=$(gid_index "$SROCE_DEV" 4) # the RoCEv2 GID of this guest's IPv4 address
+port=18515
+# -c: the client checks the data it received
+pingpong=(ibv_rc_pingpong -d "$SROCE_DEV" -g "$gid" -p "$port" -s 4096 -n 100 -c)
+
+if [[ $SROCE_ROLE == a ]]; then
+	"${pingpong[@]}" >"$SROCE_OUT/pingpong.txt" 2>&1 &
+	server=$!
+	# Tell guest b once the server listens (a fixed sleep is too short
+	# when the emulated guests are slow).
+	announce_port "$port" tcp 120
+	wait "$server" || { cat "$SROCE_OUT/pingpong.txt"; fail "the server failed"; }
+else
+	wait_peer_port "$port" 300
+	with_timeout 300 "${pingpong[@]}" "$SROCE_PEER_IP" >"$SROCE_OUT/pingpong.txt" 2>&1 ||
+		{ cat "$SROCE_OUT/pingpong.txt"; fail "the client failed"; }
+fi
+cat "$SROCE_OUT/pingpong.txt"
+grep -q 'iters in' "$SROCE_OUT/pingpong.txt" || fail "no transfer"
+if grep -q 'invalid data' "$SROCE_OUT/pingpong.txt"; then
+	fail "wrong data received"
+fi
+log "passed"
