@@ -22,7 +22,9 @@ require_pair
 require_cmd ibv_rc_pingpong
 gid=$(gid_index "$SROCE_DEV" 4) # the RoCEv2 GID of this guest's IPv4 address
 port=18515
-# -c: the client checks the data it received
+# -c: the receiver compares what it got with what was sent, but only the
+# first byte of each page, and says "invalid data" without failing: a
+# program of your own should check every byte and fail on a mismatch.
 pingpong=(ibv_rc_pingpong -d "$SROCE_DEV" -g "$gid" -p "$port" -s 4096 -n 100 -c)
 
 if [[ $SROCE_ROLE == a ]]; then
