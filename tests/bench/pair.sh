@@ -1,35 +1,66 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Guest side of tools/sroce-bench (no sroce-test line: not a test). Guest a
-# serves, guest b measures, ROUNDS times in a row:
-#   ib_write_bw 64 KiB and 1 MiB, ib_send_lat 8 B and 256 B on $SROCE_DEV,
-#   TCP bandwidth (qperf tcp_bw, same message sizes) and latency (qperf
-#   tcp_lat, same sizes) between the same two guests over the same link.
+# Guest side of tools/sroce-bench (no sroce-test line: not a test): one
+# round of every workload. Guest a serves, guest b measures:
+#   perftest on $SROCE_DEV: WRITE, READ and SEND bandwidth (64 KiB, WRITE
+#   also 1 MiB and 8 QPs), WRITE message rate (64 B, with and without post
+#   lists of 16), SEND and WRITE latency (8 B, typical and 99th
+#   percentile), WRITE and READ bandwidth for every size from 2 B to 8 MiB;
+#   qperf over TCP between the same guests and link: bandwidth (64 KiB,
+#   1 MiB messages and a sweep of sizes) and latency (8 B).
 # b writes "ROUND METRIC VALUE UNIT" lines to $SROCE_OUT/bench.txt: MB/s are
-# 10^6 bytes per second (perftest's MiB/s are converted), latencies are
-# microseconds, one way (perftest's t_typical, the median of half round
-# trips; qperf's average of half round trips).
-#   pair.sh [ROUNDS]
+# 10^6 bytes per second (perftest's MiB/s are converted), Mpps millions of
+# messages per second, latencies microseconds one way (perftest's half
+# round trips; qperf's average of half round trips), and the sweeps
+# "ROUND sweep_{write,read,tcp} SIZE VALUE MB/s" to $SROCE_OUT/sweep.txt.
+# Each guest also writes, per perftest workload, "ROUND WORKLOAD ROLE
+# busy_ms MB" and its device's port counters that moved
+# ("ROUND WORKLOAD ROLE counter NAME DELTA") to $SROCE_OUT/cost.txt: busy_ms
+# is the guest's non-idle CPU time (/proc/stat) over the whole run, setup
+# included, MB what the run moved. Both perftest sides were seen busy for
+# the whole run (polling, and setup under TCG), so busy_ms is kept for the
+# record but says little per MB.
+#   pair.sh ROUND
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
 
 require_pair
-require_cmd ib_write_bw ib_send_lat qperf ss
-rounds=${1:-3}
+require_cmd ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat qperf ss
+round=${1:?round number}
 idx=$(gid_index "$SROCE_DEV" 4)
 port=18900
 qperf_port=19765
 result=$SROCE_OUT/bench.txt
+cost=$SROCE_OUT/cost.txt
+counters=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
 
-# perf NAME ITERS TOOL [ARGS...]: one perftest run (a serves, b is the
-# client); on b, the output is left in $SROCE_OUT/NAME.txt.
+# busy_ms: non-idle CPU time of this guest since boot (user, nice,
+# system, irq, softirq; /proc/stat counts in USER_HZ = 100 per second).
+busy_ms() {
+	awk '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8) * 10 }' /proc/stat
+}
+
+# counter_snapshot: "NAME VALUE" per port counter of the device.
+counter_snapshot() {
+	local f
+	[[ -d $counters ]] || return 0
+	for f in "$counters"/*; do
+		echo "${f##*/} $(cat "$f")"
+	done
+}
+
+# perf NAME BYTES TOOL [ARGS...]: one perftest run (a serves, b is the
+# client), its output left in $SROCE_OUT/NAME.txt, its CPU time and the
+# counters that moved appended to cost.txt. BYTES: what the run moves.
 perf() {
-	local name=$1 iters=$2 out pid rc=0
+	local name=$1 bytes=$2 out pid rc=0 busy0 before
 	shift 2
 	port=$((port + 1))
 	out=$SROCE_OUT/$name.txt
-	local -a cmd=("$@" -d "$SROCE_DEV" -x "$idx" -p "$port" -n "$iters" -F)
+	local -a cmd=("$@" -d "$SROCE_DEV" -x "$idx" -p "$port" -F)
+	busy0=$(busy_ms)
+	before=$(counter_snapshot)
 	if [[ $SROCE_ROLE == a ]]; then
 		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
 		pid=$!
@@ -40,24 +71,47 @@ perf() {
 		with_timeout 300 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 || rc=$?
 	fi
 	((rc == 0)) || { cat "$out"; fail "$name: ${cmd[*]} exited with $rc"; }
+	echo "$round $name $SROCE_ROLE busy_ms $(($(busy_ms) - busy0)) $((bytes / 1000000))" >>"$cost"
+	join <(sort <<<"$before") <(counter_snapshot | sort) |
+		awk -v p="$round $name $SROCE_ROLE counter" '$3 != $2 { print p, $1, $3 - $2 }' >>"$cost"
 	barrier "$name" 300
 }
 
-# record ROUND METRIC VALUE UNIT
+# record METRIC VALUE UNIT
 record() {
-	[[ $3 =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$2: no figure in the output (got '$3')"
-	echo "$1 $2 $3 $4" | tee -a "$result"
+	[[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$1: no figure in the output (got '$2')"
+	echo "$round $1 $2 $3" | tee -a "$result"
 }
 
-# bw_of FILE SIZE ITERS: BW average of the result row, MiB/s -> MB/s.
-bw_of() {
-	awk -v s="$2" -v n="$3" '$1 == s && $2 == n { printf "%.2f", $4 * 1.048576 }' "$1"
+# column FILE SIZE COLUMN [SCALE]: that column of the result row of SIZE
+# bytes (perftest prints one per size), times SCALE.
+column() {
+	awk -v s="$2" -v c="$3" -v k="${4:-1}" '$1 == s && NF >= c { printf "%.4g\n", $c * k; exit }' "$1"
 }
 
-# lat_of FILE SIZE ITERS: t_typical of the result row, usec.
-lat_of() {
-	awk -v s="$2" -v n="$3" '$1 == s && $2 == n { print $5 }' "$1"
-}
+mib=1.048576
+if [[ $SROCE_ROLE == a ]]; then
+	with_timeout 1200 qperf -lp "$qperf_port" >/dev/null 2>&1 &
+	qperf_pid=$!
+	announce_port "$qperf_port" tcp 60
+else
+	echo "kernel $(uname -r) dev $SROCE_DEV mtu $(cat "/sys/class/net/$SROCE_NETDEV/mtu")" |
+		tee "$SROCE_OUT/env.txt"
+	wait_peer_port "$qperf_port" 120
+fi
+
+perf write-bw-64k $((65536 * 1000)) ib_write_bw -s 65536 -n 1000
+perf write-bw-1m $((1048576 * 100)) ib_write_bw -s 1048576 -n 100
+perf read-bw-64k $((65536 * 500)) ib_read_bw -s 65536 -n 500
+perf send-bw-64k $((65536 * 500)) ib_send_bw -s 65536 -n 500
+perf write-bw-64k-q8 $((65536 * 200 * 8)) ib_write_bw -s 65536 -n 200 -q 8
+perf write-rate-64 $((64 * 5000)) ib_write_bw -s 64 -n 5000
+perf write-rate-64-l16 $((64 * 5120)) ib_write_bw -s 64 -n 5120 -l 16
+perf send-lat-8 $((8 * 1000)) ib_send_lat -s 8 -n 1000
+perf write-lat-8 $((8 * 1000)) ib_write_lat -s 8 -n 1000
+# message-size sweeps, 2 B to 8 MiB: 20 messages of each size
+perf write-bw-sweep $((20 * (16777216 - 2))) ib_write_bw -a -n 20
+perf read-bw-sweep $((20 * (16777216 - 2))) ib_read_bw -a -n 20
 
 # qperf_run TEST SIZE: one qperf client run against guest a; prints the
 # figure in MB/s (tcp_bw) or usec (tcp_lat).
@@ -72,35 +126,38 @@ qperf_run() {
 	esac
 }
 
-if [[ $SROCE_ROLE == a ]]; then
-	with_timeout $((rounds * 200 + 60)) qperf -lp "$qperf_port" >/dev/null 2>&1 &
-	qperf_pid=$!
-	announce_port "$qperf_port" tcp 60
-else
-	: >"$result"
-	echo "kernel $(uname -r) dev $SROCE_DEV mtu $(cat "/sys/class/net/$SROCE_NETDEV/mtu")" |
-		tee "$SROCE_OUT/env.txt"
-	wait_peer_port "$qperf_port" 120
+if [[ $SROCE_ROLE == b ]]; then
+	o=$SROCE_OUT
+	# bandwidth: column 4 (BW average, MiB/s); message rate: column 5
+	record write_bw_65536 "$(column "$o/write-bw-64k.txt" 65536 4 $mib)" MB/s
+	record write_bw_1048576 "$(column "$o/write-bw-1m.txt" 1048576 4 $mib)" MB/s
+	record read_bw_65536 "$(column "$o/read-bw-64k.txt" 65536 4 $mib)" MB/s
+	record send_bw_65536 "$(column "$o/send-bw-64k.txt" 65536 4 $mib)" MB/s
+	record write_bw_65536_q8 "$(column "$o/write-bw-64k-q8.txt" 65536 4 $mib)" MB/s
+	record write_rate_64 "$(column "$o/write-rate-64.txt" 64 5)" Mpps
+	record write_rate_64_l16 "$(column "$o/write-rate-64-l16.txt" 64 5)" Mpps
+	# latency: column 5 (t_typical), column 8 (99% percentile)
+	record send_lat_8 "$(column "$o/send-lat-8.txt" 8 5)" usec
+	record send_lat_8_p99 "$(column "$o/send-lat-8.txt" 8 8)" usec
+	record write_lat_8 "$(column "$o/write-lat-8.txt" 8 5)" usec
+	record write_lat_8_p99 "$(column "$o/write-lat-8.txt" 8 8)" usec
+	record tcp_bw_65536 "$(qperf_run tcp_bw 65536)" MB/s
+	record tcp_bw_1048576 "$(qperf_run tcp_bw 1048576)" MB/s
+	record tcp_lat_8 "$(qperf_run tcp_lat 8)" usec
+	# sweeps: "ROUND sweep_NAME SIZE VALUE MB/s" lines in sweep.txt
+	for kind in write read; do
+		awk -v r="$round" -v k="$kind" -v m="$mib" \
+			'$1 ~ /^[0-9]+$/ && $2 == 20 && NF >= 5 { printf "%s sweep_%s %s %.4g MB/s\n", r, k, $1, $4 * m }' \
+			"$o/$kind-bw-sweep.txt" >>"$SROCE_OUT/sweep.txt"
+	done
+	for size in 64 512 4096 32768 262144 2097152 8388608; do
+		echo "$round sweep_tcp $size $(qperf_run tcp_bw "$size") MB/s" >>"$SROCE_OUT/sweep.txt"
+	done
 fi
-
-for ((r = 1; r <= rounds; r++)); do
-	perf "write-bw-64k-$r" 1000 ib_write_bw -s 65536
-	perf "write-bw-1m-$r" 100 ib_write_bw -s 1048576
-	perf "send-lat-8-$r" 1000 ib_send_lat -s 8
-	perf "send-lat-256-$r" 1000 ib_send_lat -s 256
-	if [[ $SROCE_ROLE == b ]]; then
-		record "$r" write_bw_65536 "$(bw_of "$SROCE_OUT/write-bw-64k-$r.txt" 65536 1000)" MB/s
-		record "$r" write_bw_1048576 "$(bw_of "$SROCE_OUT/write-bw-1m-$r.txt" 1048576 100)" MB/s
-		record "$r" send_lat_8 "$(lat_of "$SROCE_OUT/send-lat-8-$r.txt" 8 1000)" usec
-		record "$r" send_lat_256 "$(lat_of "$SROCE_OUT/send-lat-256-$r.txt" 256 1000)" usec
-		record "$r" tcp_bw_65536 "$(qperf_run tcp_bw 65536)" MB/s
-		record "$r" tcp_bw_1048576 "$(qperf_run tcp_bw 1048576)" MB/s
-		record "$r" tcp_lat_8 "$(qperf_run tcp_lat 8)" usec
-		record "$r" tcp_lat_256 "$(qperf_run tcp_lat 256)" usec
-	fi
-	barrier "round-$r" 300
-done
+barrier "round-done" 300
 if [[ $SROCE_ROLE == a ]]; then
-	kill "$qperf_pid" 2>/dev/null || true
+	# $qperf_pid is the subshell running with_timeout: end qperf itself
+	pkill -x qperf 2>/dev/null || true
+	wait "$qperf_pid" 2>/dev/null || true
 fi
-log "bench: $rounds rounds done"
+log "bench: round $round done"
