@@ -767,11 +767,16 @@ static int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 				    &attr->ah_attr);
 	mutex_unlock(&qp->mutex);
 
-	attr->cap.max_send_wr = qp->sq.queue.num_entries;
-	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_inline_data = qp->sq.max_inline;
-	attr->cap.max_recv_wr = qp->rq.queue.num_entries;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
+	/* no caps for rings nobody posts to (SRQ, XRC placeholders) */
+	if (!sroce_qp_is_xrc_tgt(qp)) {
+		attr->cap.max_send_wr = qp->sq.queue.num_entries;
+		attr->cap.max_send_sge = qp->sq.max_sge;
+		attr->cap.max_inline_data = qp->sq.max_inline;
+	}
+	if (sroce_qp_own_rq(qp)) {
+		attr->cap.max_recv_wr = qp->rq.queue.num_entries;
+		attr->cap.max_recv_sge = qp->rq.max_sge;
+	}
 
 	init->event_handler = ibqp->event_handler;
 	init->qp_context = ibqp->qp_context;
