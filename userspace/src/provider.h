@@ -256,7 +256,7 @@ int post_to_recv_queue(RecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noe
 // --- shared receive queues (srq.cpp) ---------------------------------------
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) noexcept;
 // Basic and XRC SRQs (an XRC SRQ completes into its own CQ).
-ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr) noexcept;
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* ex) noexcept;
 int get_srq_num(ibv_srq* srq, std::uint32_t* srq_num) noexcept;
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) noexcept;
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr) noexcept;
