@@ -99,7 +99,10 @@ void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n)
 	if (n->send_cq)
 		sroce_cq_notify(to_scq(qp->ibqp.send_cq));
 	if (n->recv_cq)
-		sroce_cq_notify(to_scq(qp->ibqp.recv_cq));
+		sroce_cq_notify(to_scq(n->recv_srq ? n->recv_srq->ibsrq.ext.cq :
+					     qp->ibqp.recv_cq));
+	if (n->recv_srq)
+		sroce_srq_put(n->recv_srq);
 	if (n->qp_fatal)
 		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
 	if (n->sq_drained)
@@ -107,7 +110,7 @@ void sroce_comp_notify(struct sroce_qp *qp, struct sroce_comp_notify *n)
 	if (n->last_wqe)
 		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 	if (n->srq_limit)
-		sroce_srq_limit_event(qp->srq);
+		sroce_srq_limit_event(n->srq_limit);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -541,7 +544,7 @@ static bool sroce_read_resp_opcode_ok(const struct sroce_swqe *wqe, u32 psn,
 {
 	bool first = psn == wqe->first_psn, last = psn == wqe->last_psn;
 
-	switch (opcode) {
+	switch (sroce_op_base(opcode)) {
 	case SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY:
 		return last;
 	case SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST:
@@ -567,7 +570,7 @@ static bool sroce_comp_placement_resp(struct sroce_qp *qp,
 
 	if (!sroce_comp_response_in_order(qp, wqe, pkt->psn, &run, n))
 		return run;
-	if (pkt->opcode != SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ||
+	if (sroce_op_base(pkt->opcode) != SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY ||
 	    pkt->payload_len) {
 		sroce_comp_fail(qp, pkt->psn, IB_WC_BAD_RESP_ERR, n);
 		return false;
@@ -684,7 +687,8 @@ static bool sroce_comp_packet(struct sroce_qp *qp, struct sk_buff *skb,
 		return false;
 	}
 
-	switch (pkt->opcode) {
+	/* rx.c took only responses of the QP's transport: RC's or XRC's */
+	switch (sroce_op_base(pkt->opcode)) {
 	case SROCE_OP_RC_ACKNOWLEDGE:
 		return sroce_comp_ack(qp, skb, n);
 	case SROCE_OP_RC_ATOMIC_ACKNOWLEDGE:
@@ -708,8 +712,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	state = qp->state;
-	if (qp->ibqp.qp_type == IB_QPT_RC &&
-	    (state == IB_QPS_RTS || state == IB_QPS_SQD))
+	if (sroce_qp_is_rc(qp) && (state == IB_QPS_RTS || state == IB_QPS_SQD))
 		run = sroce_comp_packet(qp, skb, &n);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 

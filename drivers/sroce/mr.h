@@ -164,13 +164,15 @@ static inline struct sroce_mw *to_smw(struct ib_mw *ibmw)
 }
 
 /*
- * An rkey of a remote access through @qp: an MR of the QP's PD, or a
- * valid window of the PD (for type 2, bound through @qp) whose range
- * contains [addr, addr + len) and whose access includes @access. Returns
- * the MR to access with a reference, or NULL. Any context.
+ * An rkey of a remote access through @qp: an MR of @pd (the QP's, or for
+ * an XRC target QP the PD of the request's XRC SRQ), or a valid window of
+ * @pd (for type 2, bound through @qp) whose range contains
+ * [addr, addr + len) and whose access includes @access. Returns the MR to
+ * access with a reference, or NULL. Any context.
  */
-struct sroce_mr *sroce_rkey_get(struct sroce_dev *sdev, struct ib_qp *qp,
-				u32 rkey, u64 addr, u64 len, int access);
+struct sroce_mr *sroce_rkey_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				struct ib_qp *qp, u32 rkey, u64 addr, u64 len,
+				int access);
 
 /* An IB_WR_BIND_MW (type 2) or ibv_bind_mw() (type 1) WQE of @qp. */
 enum ib_wc_status sroce_mw_bind(struct sroce_dev *sdev, struct ib_qp *qp,
@@ -182,7 +184,8 @@ enum ib_wc_status sroce_mw_bind(struct sroce_dev *sdev, struct ib_qp *qp,
  */
 enum ib_wc_status sroce_key_local_inv(struct sroce_dev *sdev,
 				      struct ib_qp *qp, u32 key);
-int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_qp *qp, u32 key);
+int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd,
+			 struct ib_qp *qp, u32 key);
 /* @qp is being destroyed: free the type 2 windows bound through it. */
 void sroce_mw_qp_destroyed(struct sroce_dev *sdev, struct ib_qp *qp);
 

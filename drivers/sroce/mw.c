@@ -242,12 +242,13 @@ enum ib_wc_status sroce_key_local_inv(struct sroce_dev *sdev,
 	return IB_WC_SUCCESS;
 }
 
-int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_qp *qp, u32 key)
+int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd,
+			 struct ib_qp *qp, u32 key)
 {
-	int err = sroce_mw_invalidate(sdev, qp->pd, qp, key);
+	int err = sroce_mw_invalidate(sdev, pd, qp, key);
 
 	if (err == -ENOENT)
-		return sroce_mr_remote_inv(sdev, qp->pd, key);
+		return sroce_mr_remote_inv(sdev, pd, key);
 	if (!err)
 		atomic64_inc(&sdev->rx_stats.c[SROCE_MW_REMOTE_INVS]);
 	return err;
@@ -292,8 +293,9 @@ void sroce_mw_qp_destroyed(struct sroce_dev *sdev, struct ib_qp *qp)
 	}
 }
 
-struct sroce_mr *sroce_rkey_get(struct sroce_dev *sdev, struct ib_qp *qp,
-				u32 rkey, u64 addr, u64 len, int access)
+struct sroce_mr *sroce_rkey_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				struct ib_qp *qp, u32 rkey, u64 addr, u64 len,
+				int access)
 {
 	struct sroce_mr *mr = NULL;
 	struct sroce_mw *mw;
@@ -301,11 +303,11 @@ struct sroce_mr *sroce_rkey_get(struct sroce_dev *sdev, struct ib_qp *qp,
 
 	mw = sroce_mw_get(sdev, rkey);
 	if (!mw)
-		return sroce_mr_get(sdev, qp->pd, rkey, addr, len, access);
+		return sroce_mr_get(sdev, pd, rkey, addr, len, access);
 
 	spin_lock_irqsave(&mw->lock, flags);
 	if (mw->state == SROCE_MW_VALID && mw->key == rkey && mw->mr &&
-	    mw->ibmw.pd == qp->pd &&
+	    mw->ibmw.pd == pd &&
 	    (mw->ibmw.type == IB_MW_TYPE_1 || mw->qp == qp) &&
 	    (mw->access & access) == access &&
 	    sroce_range_within(addr, len, mw->addr, mw->length)) {

@@ -30,6 +30,7 @@ int sroce_transport_dev_init(struct sroce_dev *sdev)
 	sroce_mr_table_init(sdev);
 	sroce_ah_table_init(sdev);
 	sroce_mcast_dev_init(sdev);
+	xa_init(&sdev->srq_xa);
 	return 0;
 }
 
@@ -38,6 +39,8 @@ void sroce_transport_dev_cleanup(struct sroce_dev *sdev)
 	sroce_mcast_dev_cleanup(sdev);
 	sroce_ah_table_fini(sdev);
 	sroce_mr_table_fini(sdev);
+	WARN_ON(!xa_empty(&sdev->srq_xa));
+	xa_destroy(&sdev->srq_xa);
 	WARN_ON(!xa_empty(&sdev->qp_xa));
 	xa_destroy(&sdev->qp_xa);
 }
@@ -181,6 +184,24 @@ static int sroce_qp_alloc_qpn(struct sroce_dev *sdev, struct sroce_qp *qp)
 	return 0;
 }
 
+/*
+ * Does the QP receive into its own RQ ring? Not with an SRQ, not the XRC
+ * QPs: the send QP receives nothing, the target QP into XRC SRQs. Those
+ * two still get a one-slot kernel RQ nobody posts to, so the ring code
+ * needs no special case.
+ */
+static bool sroce_qp_own_rq(const struct sroce_qp *qp)
+{
+	return !qp->srq && qp->ibqp.qp_type != IB_QPT_XRC_INI &&
+	       qp->ibqp.qp_type != IB_QPT_XRC_TGT;
+}
+
+/* QPs that take receive WQEs from an SRQ: their own or the packet's. */
+static bool sroce_qp_srq_like(const struct sroce_qp *qp)
+{
+	return qp->srq || sroce_qp_is_xrc_tgt(qp);
+}
+
 static int sroce_qp_respond(struct sroce_qp *qp, struct ib_udata *udata)
 {
 	struct sroce_create_qp_resp resp = {};
@@ -191,7 +212,7 @@ static int sroce_qp_respond(struct sroce_qp *qp, struct ib_udata *udata)
 	err = sroce_queue_mmap(&qp->sq.queue, udata, &resp.sq);
 	if (err)
 		return err;
-	if (!qp->srq) {
+	if (sroce_qp_own_rq(qp)) {
 		err = sroce_queue_mmap(&qp->rq.queue, udata, &resp.rq);
 		if (err)
 			return err;
@@ -280,6 +301,19 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (udata || init->srq)
 			return -EINVAL;
 		break;
+	case IB_QPT_XRC_INI:
+		/* kernel WRs cannot name the remote SRQ */
+		if (!udata || init->srq)
+			return -EINVAL;
+		init->cap.max_recv_wr = 0;
+		init->cap.max_recv_sge = 0;
+		break;
+	case IB_QPT_XRC_TGT:
+		/* ib_core creates it without udata: it has no ring to map */
+		if (!init->xrcd || init->srq)
+			return -EINVAL;
+		init->cap = (struct ib_qp_cap) {};
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -296,6 +330,7 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	qp->sdev = sdev;
 	qp->is_user = !!udata;
+	qp->xrcd = init->xrcd;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
 	qp->attr.path_mtu = IB_MTU_1024;
@@ -323,6 +358,10 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = sroce_qp_init_rq(qp, &init->cap);
 		if (err)
 			goto err_sq;
+		if (!sroce_qp_own_rq(qp)) {
+			init->cap.max_recv_wr = 0;
+			init->cap.max_recv_sge = 0;
+		}
 	}
 	err = -ENOMEM;
 	path = sroce_qp_path_alloc();
@@ -361,6 +400,39 @@ err_uncharge:
 	return err;
 }
 
+/*
+ * The SRQ WQE the QP holds is gone (completed, flushed, dropped); an XRC
+ * target QP lets go of its SRQ. rq_lock held.
+ */
+static void sroce_rq_unbind(struct sroce_qp *qp)
+{
+	struct sroce_rq *rq = &qp->rq;
+
+	rq->srq_held = false;
+	if (rq->xsrq) {
+		sroce_srq_put(rq->xsrq);
+		rq->xsrq = NULL;
+	}
+}
+
+void sroce_qp_srq_destroyed(struct sroce_dev *sdev, struct sroce_srq *srq)
+{
+	struct sroce_qp *qp;
+	unsigned long qpn, flags;
+	void *entry;
+
+	xa_for_each(&sdev->qp_xa, qpn, entry) {
+		qp = sroce_qp_get(sdev, qpn);
+		if (!qp)
+			continue;
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (qp->rq.xsrq == srq)
+			sroce_rq_unbind(qp);
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		sroce_qp_put(qp);
+	}
+}
+
 static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
@@ -387,6 +459,9 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	sroce_comp_timers_stop(qp, true);
 	cancel_work_sync(&qp->req.work);
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	sroce_rq_unbind(qp);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	sroce_mw_qp_destroyed(sdev, ibqp);
 	sroce_req_cleanup(qp);
 	sroce_resp_cleanup(qp);
@@ -513,9 +588,9 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	sroce_comp_reset(qp);
 
 	spin_lock(&qp->rq_lock);
-	if (qp->srq) {
+	if (sroce_qp_srq_like(qp)) {
 		/* a WQE taken from the SRQ is lost, as RESET allows */
-		qp->rq.srq_held = false;
+		sroce_rq_unbind(qp);
 		qp->rq.last_wqe_done = false;
 	} else {
 		prod = sroce_queue_load_producer(&qp->rq.queue);
@@ -686,16 +761,22 @@ static int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->max_rd_atomic = a->max_rd_atomic;
 	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	attr->sq_draining = attr->qp_state == IB_QPS_SQD && a->sq_draining;
-	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
+	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC ||
+	    ibqp->qp_type == IB_QPT_XRC_INI || ibqp->qp_type == IB_QPT_XRC_TGT)
 		sroce_av_to_ah_attr(&sroce_qp_path_locked(qp)->av,
 				    &attr->ah_attr);
 	mutex_unlock(&qp->mutex);
 
-	attr->cap.max_send_wr = qp->sq.queue.num_entries;
-	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_inline_data = qp->sq.max_inline;
-	attr->cap.max_recv_wr = qp->rq.queue.num_entries;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
+	/* no caps for rings nobody posts to (SRQ, XRC placeholders) */
+	if (!sroce_qp_is_xrc_tgt(qp)) {
+		attr->cap.max_send_wr = qp->sq.queue.num_entries;
+		attr->cap.max_send_sge = qp->sq.max_sge;
+		attr->cap.max_inline_data = qp->sq.max_inline;
+	}
+	if (sroce_qp_own_rq(qp)) {
+		attr->cap.max_recv_wr = qp->rq.queue.num_entries;
+		attr->cap.max_recv_sge = qp->rq.max_sge;
+	}
 
 	init->event_handler = ibqp->event_handler;
 	init->qp_context = ibqp->qp_context;
@@ -724,6 +805,25 @@ void sroce_qp_error(struct sroce_qp *qp)
 
 /* ---- receive queue ---- */
 
+/*
+ * The CQ receive completions of @qp go to: an XRC target QP's are its
+ * held WQE's SRQ's, whose reference @n then keeps for the handler call
+ * (sroce_comp_notify()). rq_lock held.
+ */
+static struct sroce_cq *sroce_rq_cq(struct sroce_qp *qp,
+				    struct sroce_comp_notify *n)
+{
+	struct sroce_srq *srq = qp->rq.xsrq;
+
+	if (!srq)
+		return to_scq(qp->ibqp.recv_cq);
+	if (!n->recv_srq) {
+		refcount_inc(&srq->ref);
+		n->recv_srq = srq;
+	}
+	return to_scq(srq->ibsrq.ext.cq);
+}
+
 /* Flushed receive completion, with rq_lock held. */
 static void sroce_rq_flush_one(struct sroce_qp *qp, u64 wr_id,
 			       struct sroce_comp_notify *n)
@@ -735,8 +835,7 @@ static void sroce_rq_flush_one(struct sroce_qp *qp, u64 wr_id,
 		.qp_num = qp->ibqp.qp_num,
 	};
 
-	sroce_cq_post_locked(to_scq(qp->ibqp.recv_cq), &cqe, false,
-			     &n->recv_cq);
+	sroce_cq_post_locked(sroce_rq_cq(qp, n), &cqe, false, &n->recv_cq);
 }
 
 void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n)
@@ -749,13 +848,13 @@ void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n)
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	if (sroce_qp_state(qp) != IB_QPS_ERR)
 		goto out;
-	if (qp->srq) {
+	if (sroce_qp_srq_like(qp)) {
 		/* the SRQ's WQEs stay for the other QPs: only the held one */
 		if (rq->srq_held) {
-			rq->srq_held = false;
 			sroce_rq_flush_one(qp, rq->srq_wr_id, n);
+			sroce_rq_unbind(qp);
 		}
-		if (!rq->last_wqe_done) {
+		if (qp->srq && !rq->last_wqe_done) {
 			rq->last_wqe_done = true;
 			n->last_wqe = true;
 		}
@@ -776,14 +875,18 @@ out:
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
-/* sroce_rq_peek() of a QP with an SRQ */
+/* sroce_rq_peek() of a QP with an SRQ, or an XRC target QP */
 static int sroce_rq_peek_srq(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 			     struct sroce_comp_notify *n)
 {
+	struct sroce_srq *srq = qp->srq ?: qp->resp.xrc_srq;
 	struct sroce_rq *rq = &qp->rq;
 	bool limit_hit = false;
 	unsigned long flags;
 	int err = 0;
+
+	if (WARN_ON_ONCE(!srq))
+		return -EIO;	/* resp.c checks the packet's SRQ first */
 
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	if (rq->srq_held)
@@ -793,14 +896,20 @@ static int sroce_rq_peek_srq(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 		err = -EAGAIN;
 		goto out;
 	}
-	err = sroce_srq_take(qp->srq, wqe, &limit_hit);
+	err = sroce_srq_take(srq, wqe, &limit_hit);
 	if (!err) {
 		rq->srq_held = true;
 		rq->srq_wr_id = wqe->wr_id;
+		if (!qp->srq) {
+			/* the packet's reference keeps it until here */
+			refcount_inc(&srq->ref);
+			rq->xsrq = srq;
+		}
 	}
 out:
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	n->srq_limit |= limit_hit;
+	if (limit_hit)
+		n->srq_limit = srq;
 	return err;
 }
 
@@ -813,7 +922,7 @@ int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 	u32 prod, num_sge;
 	int len, err = 0;
 
-	if (qp->srq)
+	if (sroce_qp_srq_like(qp))
 		return sroce_rq_peek_srq(qp, wqe, n);
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	prod = sroce_queue_load_producer(&rq->queue);
@@ -851,22 +960,23 @@ bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 		       const struct sroce_cqe *cqe, bool solicited,
 		       struct sroce_comp_notify *n)
 {
-	struct sroce_cq *cq = to_scq(qp->ibqp.recv_cq);
 	bool notify = false, done = false;
 	unsigned long flags;
 	int err = 0;
 
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	if (qp->srq) {
+	if (sroce_qp_srq_like(qp)) {
 		if (qp->rq.srq_held) {
-			qp->rq.srq_held = false;
-			err = sroce_cq_post_locked(cq, cqe, solicited, &notify);
+			err = sroce_cq_post_locked(sroce_rq_cq(qp, n), cqe,
+						   solicited, &notify);
+			sroce_rq_unbind(qp);
 			done = true;
 		}
 	} else if (qp->rq.consumer == wqe->index) {
 		qp->rq.consumer++;
 		sroce_queue_publish_consumer(&qp->rq.queue, qp->rq.consumer);
-		err = sroce_cq_post_locked(cq, cqe, solicited, &notify);
+		err = sroce_cq_post_locked(to_scq(qp->ibqp.recv_cq), cqe,
+					   solicited, &notify);
 		done = true;
 	}
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
@@ -910,7 +1020,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	if (qp->is_user || qp->srq) {
+	if (qp->is_user || !sroce_qp_own_rq(qp)) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}

@@ -68,6 +68,7 @@ struct sroce_swqe {
 			u32 mw_rkey;
 			u32 mr_lkey;
 		};
+		u32 xrc_srqn;	/* XRC: the XRCETH's SRQ number */
 	};
 	u32 access;		/* REG_MR, BIND_MW: IB_ACCESS_* granted */
 	/* PSNs of the first and last request packet, set when started */
@@ -137,13 +138,16 @@ struct sroce_rq {
 	/* kernel QPs: producer side of post_recv, under qp->rq_post_lock */
 	u32 kproducer;
 	/*
-	 * QPs with an SRQ (no ring of their own), under qp->rq_lock: a WQE
-	 * taken from the SRQ and not completed yet (srq.h), and whether the
-	 * error state's last-WQE-reached event was raised.
+	 * QPs with an SRQ (no ring of their own) and XRC target QPs, under
+	 * qp->rq_lock: a WQE taken from the SRQ and not completed yet
+	 * (srq.h), and whether the error state's last-WQE-reached event was
+	 * raised. An XRC target QP holds a reference on the SRQ it took it
+	 * from in @xsrq while it holds the WQE (NULL otherwise).
 	 */
 	bool srq_held;
 	bool last_wqe_done;
 	u64 srq_wr_id;
+	struct sroce_srq *xsrq;
 };
 
 /*
@@ -279,6 +283,11 @@ struct sroce_qp {
 	struct sroce_rq rq;
 	spinlock_t rq_post_lock;	/* rq.kproducer */
 	struct sroce_srq *srq;		/* immutable; NULL: own RQ ring */
+	/*
+	 * XRC target QPs: their domain (immutable; ib_core holds it while
+	 * the QP lives). They have no RQ: each request names an XRC SRQ.
+	 */
+	struct ib_xrcd *xrcd;
 
 	struct sroce_resp_state resp;
 
@@ -306,6 +315,18 @@ int sroce_qp_xmit(struct sroce_qp *qp, struct sk_buff *skb);
  * transmit from using the caches. Process context.
  */
 void sroce_qp_release_routes(struct sroce_dev *sdev);
+
+static inline bool sroce_qp_is_xrc_tgt(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* RC and the XRC send QP: the reliable connected requester. */
+static inline bool sroce_qp_is_rc(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI;
+}
 
 static inline enum ib_qp_state sroce_qp_state(const struct sroce_qp *qp)
 {
@@ -338,6 +359,13 @@ struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn);
  */
 void sroce_qp_error(struct sroce_qp *qp);
 
+/*
+ * An XRC SRQ is being destroyed (unpublished and dead already): every XRC
+ * target QP drops the WQE it holds from it, without a completion (its CQ
+ * may go next). Process context.
+ */
+void sroce_qp_srq_destroyed(struct sroce_dev *sdev, struct sroce_srq *srq);
+
 /* Raise an asynchronous QP event (COMM_EST, QP_FATAL, ...). Any context. */
 void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
 
@@ -349,7 +377,8 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
  * sroce_rq_peek() copies the oldest posted receive WQE into @wqe and
  * validates it without consuming it (with an SRQ: takes it from the SRQ,
  * or leaves @wqe as it is while the QP still holds one it took, see
- * srq.h): 0, -EAGAIN when the RQ is empty (RNR)
+ * srq.h; an XRC target QP takes from qp->resp.xrc_srq, the packet's):
+ * 0, -EAGAIN when the RQ is empty (RNR)
  * or -EIO when user space corrupted the ring (the QP is moved to the error
  * state by the caller). The WQE stays posted until
  * sroce_rq_complete() consumes it and posts its completion in one step
@@ -392,12 +421,15 @@ static inline struct sroce_swqe *sroce_sq_shadow(struct sroce_qp *qp, u32 idx)
 struct sroce_comp_notify {
 	bool send_cq;
 	bool recv_cq;
+	/* XRC target QPs: recv_cq is this SRQ's CQ; a reference is held */
+	struct sroce_srq *recv_srq;
 	bool enter_error;	/* move the QP to the error state first */
 	bool flush_rq;		/* the QP entered the error state */
 	bool qp_fatal;		/* IB_EVENT_QP_FATAL */
 	bool sq_drained;	/* IB_EVENT_SQ_DRAINED */
 	bool last_wqe;		/* IB_EVENT_QP_LAST_WQE_REACHED (SRQ) */
-	bool srq_limit;		/* IB_EVENT_SRQ_LIMIT_REACHED on the QP's SRQ */
+	/* IB_EVENT_SRQ_LIMIT_REACHED on this SRQ (the QP's or the packet's) */
+	struct sroce_srq *srq_limit;
 };
 
 /* Flush the RQ if needed, call handlers, raise events; no QP lock held. */

@@ -60,11 +60,6 @@ enum {
 #define SROCE_SEND_FLAGS \
 	(IB_SEND_FENCE | IB_SEND_SIGNALED | IB_SEND_SOLICITED | IB_SEND_INLINE)
 
-static bool sroce_qp_is_rc(const struct sroce_qp *qp)
-{
-	return qp->ibqp.qp_type == IB_QPT_RC;
-}
-
 static bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
@@ -231,6 +226,11 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	/* An XRC target QP has no send queue. */
+	if (sroce_qp_is_xrc_tgt(qp)) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	/* A user QP's post_send without WRs is the provider's doorbell. */
 	if (qp->is_user) {
 		if (wr) {
@@ -277,11 +277,13 @@ static bool sroce_opcode_ok(const struct sroce_qp *qp, u32 opcode)
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_WR_SEND_WITH_INV:
-	case SROCE_WR_ATOMIC_WRITE:
 		return sroce_qp_is_rc(qp);
+	/* XRC has no opcodes for the placement extensions (wire.c) */
+	case SROCE_WR_ATOMIC_WRITE:
+		return qp->ibqp.qp_type == IB_QPT_RC;
 	case SROCE_WR_FLUSH:
 		/* kernel consumers have no WR that carries FLUSH's fields */
-		return sroce_qp_is_rc(qp) && qp->is_user;
+		return qp->ibqp.qp_type == IB_QPT_RC && qp->is_user;
 	case IB_WR_LOCAL_INV:
 		return !sroce_qp_is_ud(qp);
 	case IB_WR_BIND_MW:
@@ -433,6 +435,9 @@ static enum ib_wc_status sroce_swqe_init(struct sroce_qp *qp,
 		wqe->remote_qpn = hdr->wr.ud.remote_qpn & SROCE_BTH_QPN_MASK;
 		wqe->remote_qkey = hdr->wr.ud.remote_qkey;
 	}
+	/* any value: the target checks it against its own SRQs */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_INI)
+		wqe->xrc_srqn = hdr->remote_srqn & SROCE_XRCETH_SRQN_MASK;
 
 	status = sroce_swqe_payload(qp, wqe, hdr, slot_data);
 	if (status != IB_WC_SUCCESS)
@@ -536,6 +541,8 @@ static u8 sroce_req_transport_opcode(const struct sroce_qp *qp, u8 rc_opcode)
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_UC:
 		return rc_opcode | SROCE_OP_UC;
+	case IB_QPT_XRC_INI:
+		return rc_opcode | SROCE_OP_XRC;
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
 		return rc_opcode == SROCE_OP_RC_SEND_ONLY ?
@@ -565,7 +572,7 @@ static int sroce_req_fill_sgl(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	bool zcopy = false;
 	int frags, err;
 
-	if (p->payload >= SROCE_ZCOPY_MIN && qp->ibqp.qp_type == IB_QPT_RC &&
+	if (p->payload >= SROCE_ZCOPY_MIN && sroce_qp_is_rc(qp) &&
 	    sroce_net_zcopy(qp->sdev)) {
 		frags = sroce_sgl_frags(qp->sdev, qp->ibqp.pd, sgl,
 					wqe->num_sge, p->offset, p->payload);
@@ -625,6 +632,9 @@ static void sroce_req_headers(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	sroce_bth_init(bth, p->opcode, p->se, sroce_pad_len(p->payload),
 		       SROCE_DEFAULT_PKEY, dest_qpn, p->ackreq, p->psn);
 
+	if (info->flags & SROCE_OPF_XRCETH)
+		sroce_xrceth_set(h + info->offset[SROCE_EXT_XRCETH],
+				 wqe->xrc_srqn);
 	if (info->flags & SROCE_OPF_RETH) {
 		u32 len = wqe->opcode == IB_WR_RDMA_READ ?
 			  wqe->length - p->offset : wqe->length;

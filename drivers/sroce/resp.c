@@ -33,6 +33,7 @@
 #include "qp.h"
 #include "resp.h"
 #include "sroce.h"
+#include "srq.h"
 #include "wire.h"
 
 /* ACK after this many requests even without AckReq (ACK coalescing). */
@@ -69,6 +70,7 @@ struct resp_reply {
 	bool holds_res;		/* answers a new request: see resp_res_claim() */
 	u32 psn;
 	u32 msn;
+	u32 srqn;		/* XRC: the request's SRQ, whose PD READs use */
 	u64 orig;		/* ATOMIC_ACK: the original value */
 	/* READ: what is left to send, from PSN @psn */
 	u32 rkey;
@@ -80,6 +82,24 @@ struct resp_reply {
 static void resp_count(struct sroce_qp *qp, enum sroce_rx_stat stat)
 {
 	atomic64_inc(&qp->sdev->rx_stats.c[stat]);
+}
+
+/*
+ * The PD of the packet's accesses (under resp.lock): the QP's, or for an
+ * XRC target QP, which has none of its own, the PD of the request's XRC
+ * SRQ.
+ */
+static struct ib_pd *resp_pd(const struct sroce_qp *qp)
+{
+	return qp->resp.xrc_srq ? qp->resp.xrc_srq->ibsrq.pd : qp->ibqp.pd;
+}
+
+/* Does @rkey grant @access to [va, va + len) for this packet? */
+static struct sroce_mr *resp_rkey_get(struct sroce_qp *qp, u32 rkey, u64 va,
+				      u32 len, int access)
+{
+	return sroce_rkey_get(qp->sdev, resp_pd(qp), &qp->ibqp, rkey, va, len,
+			      access);
 }
 
 static u8 resp_syn_ack(void)
@@ -211,7 +231,7 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 	if (len > rs->wqe->length - rs->msg_offset)
 		return RESP_ERR_LEN;
 	if (len) {
-		err = sroce_sgl_write_skb(qp->sdev, qp->ibqp.pd, rs->wqe->sge,
+		err = sroce_sgl_write_skb(qp->sdev, resp_pd(qp), rs->wqe->sge,
 					  rs->wqe->num_sge, rs->msg_offset, skb,
 					  sroce_pkt_payload_offset(skb), len);
 		if (err == -EMSGSIZE)
@@ -230,7 +250,7 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 	 * 10.6.7.2), else invalid request.
 	 */
 	if ((pkt->flags & SROCE_OPF_IETH) &&
-	    sroce_key_remote_inv(qp->sdev, &qp->ibqp,
+	    sroce_key_remote_inv(qp->sdev, resp_pd(qp), &qp->ibqp,
 				 sroce_ieth_rkey(sroce_pkt_ieth(skb))))
 		return RESP_ERR_INV_REQ;
 
@@ -248,7 +268,7 @@ static bool resp_rkey_ok(struct sroce_qp *qp, u32 rkey, u64 va, u32 len,
 {
 	struct sroce_mr *mr;
 
-	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, rkey, va, len, access);
+	mr = resp_rkey_get(qp, rkey, va, len, access);
 	if (mr)
 		sroce_mr_put(mr);
 	return mr;
@@ -309,8 +329,8 @@ static enum resp_status resp_write(struct sroce_qp *qp, struct sk_buff *skb)
 		return RESP_ERR_INV_REQ;
 	}
 	if (len) {
-		mr = sroce_rkey_get(qp->sdev, &qp->ibqp, rs->write_rkey,
-				    rs->write_va, len, IB_ACCESS_REMOTE_WRITE);
+		mr = resp_rkey_get(qp, rs->write_rkey, rs->write_va, len,
+				   IB_ACCESS_REMOTE_WRITE);
 		if (!mr)
 			return RESP_ERR_ACCESS;
 		err = sroce_mr_write_skb(mr, rs->write_va, skb,
@@ -450,7 +470,7 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp_state *rs = &qp->resp;
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
 	struct sroce_atmeth *a = sroce_pkt_atmeth(skb);
-	bool cmp_swap = pkt->opcode == SROCE_OP_RC_COMPARE_SWAP;
+	bool cmp_swap = sroce_op_base(pkt->opcode) == SROCE_OP_RC_COMPARE_SWAP;
 	u64 va = sroce_atmeth_va(a), orig;
 	struct sroce_resp_res *res;
 	struct sroce_mr *mr;
@@ -460,8 +480,8 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 	    !resp_qp_allows(qp, IB_ACCESS_REMOTE_ATOMIC) ||
 	    pkt->payload_len)
 		return RESP_ERR_INV_REQ;
-	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, sroce_atmeth_rkey(a), va,
-			    sizeof(u64), IB_ACCESS_REMOTE_ATOMIC);
+	mr = resp_rkey_get(qp, sroce_atmeth_rkey(a), va, sizeof(u64),
+			   IB_ACCESS_REMOTE_ATOMIC);
 	if (!mr)
 		return RESP_ERR_ACCESS;
 	if (!resp_atomic_aligned(mr, va)) {
@@ -533,8 +553,8 @@ static enum resp_status resp_atomic_write(struct sroce_qp *qp,
 	    sroce_reth_len(reth) != sizeof(value) ||
 	    pkt->payload_len != sizeof(value))
 		return RESP_ERR_INV_REQ;
-	mr = sroce_rkey_get(qp->sdev, &qp->ibqp, sroce_reth_rkey(reth), va,
-			    sizeof(value), IB_ACCESS_REMOTE_WRITE);
+	mr = resp_rkey_get(qp, sroce_reth_rkey(reth), va, sizeof(value),
+			   IB_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		return RESP_ERR_ACCESS;
 	if (!resp_atomic_aligned(mr, va)) {
@@ -582,9 +602,9 @@ static enum resp_status resp_flush(struct sroce_qp *qp, struct sk_buff *skb,
 	if ((READ_ONCE(qp->attr.access_flags) & access) != access)
 		return RESP_ERR_INV_REQ;
 	if (sel == SROCE_FLUSH_MR)
-		mr = sroce_mr_get_whole(qp->sdev, qp->ibqp.pd, rkey, access);
+		mr = sroce_mr_get_whole(qp->sdev, resp_pd(qp), rkey, access);
 	else
-		mr = sroce_mr_get(qp->sdev, qp->ibqp.pd, rkey,
+		mr = sroce_mr_get(qp->sdev, resp_pd(qp), rkey,
 				  sroce_reth_va(reth), sroce_reth_len(reth),
 				  access);
 	if (!mr)
@@ -670,12 +690,35 @@ static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
 
 /* ---- RC ---- */
 
+/*
+ * An XRC target QP's request must name an XRC SRQ of the QP's domain in
+ * its XRCETH (sroce_resp_rcv() found none otherwise), and a message that
+ * took a receive WQE goes on with the SRQ it took it from. Else: invalid
+ * request, as for any request the responder cannot serve.
+ */
+static bool resp_xrc_ok(struct sroce_qp *qp)
+{
+	struct sroce_srq *srq = qp->resp.xrc_srq;
+	unsigned long flags;
+	bool ok = true;
+
+	if (!srq)
+		return false;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (qp->resp.have_wqe || qp->rq.srq_held)
+		ok = qp->rq.xsrq == srq;
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return ok;
+}
+
 static enum resp_status resp_rc_execute(struct sroce_qp *qp,
 					struct sk_buff *skb,
 					struct resp_reply *r)
 {
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
 
+	if (sroce_qp_is_xrc_tgt(qp) && !resp_xrc_ok(qp))
+		return RESP_ERR_INV_REQ;
 	if (!resp_op_seq_ok(&qp->resp, pkt->flags))
 		return RESP_ERR_INV_REQ;
 	if (pkt->flags & (SROCE_OPF_SEND | SROCE_OPF_WRITE) &&
@@ -917,6 +960,12 @@ static struct sk_buff *resp_alloc_skb(struct sroce_qp *qp, u8 opcode,
 	return skb;
 }
 
+/* The response opcode of the QP's transport for an RC one. */
+static u8 resp_opcode(const struct sroce_qp *qp, u8 rc_opcode)
+{
+	return sroce_qp_is_xrc_tgt(qp) ? rc_opcode | SROCE_OP_XRC : rc_opcode;
+}
+
 static void *resp_hdr(struct sk_buff *skb, u8 opcode, enum sroce_ext ext)
 {
 	return skb->data + sroce_opinfo(opcode)->offset[ext];
@@ -932,8 +981,9 @@ static enum resp_tx_status resp_xmit_status(int err)
 static enum resp_tx_status resp_xmit_ack(struct sroce_qp *qp,
 					 struct resp_reply *r)
 {
-	u8 opcode = r->kind == REPLY_ATOMIC_ACK ?
-		    SROCE_OP_RC_ATOMIC_ACKNOWLEDGE : SROCE_OP_RC_ACKNOWLEDGE;
+	u8 opcode = resp_opcode(qp, r->kind == REPLY_ATOMIC_ACK ?
+				SROCE_OP_RC_ATOMIC_ACKNOWLEDGE :
+				SROCE_OP_RC_ACKNOWLEDGE);
 	struct sk_buff *skb;
 
 	resp_reply_retire(qp, r);
@@ -964,7 +1014,8 @@ static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 {
 	bool zcopy = mr && mr->type == SROCE_MR_USER &&
 		     n >= SROCE_RESP_ZCOPY_MIN && sroce_net_zcopy(qp->sdev);
-	u8 opcode = resp_read_opcode(!r->started, n == r->len);
+	u8 opcode = resp_opcode(qp, resp_read_opcode(!r->started,
+						     n == r->len));
 	struct sk_buff *skb;
 
 	if (n == r->len)
@@ -984,6 +1035,31 @@ static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 }
 
 /*
+ * The MR a READ reads, looked up again when its responses go out: with
+ * the QP's PD, or an XRC target QP's with the PD of the request's SRQ if
+ * it is still there and in the QP's domain.
+ */
+static struct sroce_mr *resp_read_mr(struct sroce_qp *qp,
+				     const struct resp_reply *r)
+{
+	struct sroce_srq *srq;
+	struct sroce_mr *mr;
+
+	if (!sroce_qp_is_xrc_tgt(qp))
+		return sroce_rkey_get(qp->sdev, qp->ibqp.pd, &qp->ibqp, r->rkey,
+				      r->va, r->len, IB_ACCESS_REMOTE_READ);
+	srq = sroce_srq_get(qp->sdev, r->srqn);
+	if (!srq)
+		return NULL;
+	mr = NULL;
+	if (srq->ibsrq.ext.xrc.xrcd == qp->xrcd)
+		mr = sroce_rkey_get(qp->sdev, srq->ibsrq.pd, &qp->ibqp, r->rkey,
+				    r->va, r->len, IB_ACCESS_REMOTE_READ);
+	sroce_srq_put(srq);
+	return mr;
+}
+
+/*
  * Send up to @budget READ responses of r, advancing r (va, len, psn) past
  * what went out. The MR is looked up again for each call, so a deferred
  * READ holds no MR reference while it waits.
@@ -998,8 +1074,7 @@ static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
 	int err;
 
 	if (r->len) {
-		mr = sroce_rkey_get(qp->sdev, &qp->ibqp, r->rkey, r->va,
-				    r->len, IB_ACCESS_REMOTE_READ);
+		mr = resp_read_mr(qp, r);
 		if (!mr)
 			return RESP_TX_ABANDON;
 	}
@@ -1188,20 +1263,46 @@ static void resp_tx_work(struct work_struct *work)
 	sroce_qp_put(qp);
 }
 
+/*
+ * The XRC SRQ an XRC target QP's request names, referenced, if it exists
+ * and belongs to the QP's domain; any other is an invalid request (the
+ * peer may write any number there).
+ */
+static struct sroce_srq *resp_xrc_srq(struct sroce_qp *qp,
+				      struct sk_buff *skb, u32 *srqn)
+{
+	struct sroce_srq *srq;
+
+	*srqn = sroce_xrceth_srqn(sroce_pkt_xrceth(skb));
+	srq = sroce_srq_get(qp->sdev, *srqn);
+	if (srq && srq->ibsrq.ext.xrc.xrcd != qp->xrcd) {
+		sroce_srq_put(srq);
+		srq = NULL;
+	}
+	return srq;
+}
+
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_resp_state *rs = &qp->resp;
 	struct resp_reply reply = { .kind = REPLY_NONE };
 	struct sroce_comp_notify owed = {};
+	struct sroce_srq *xrc_srq = NULL;
 	unsigned long flags;
+
+	/* rx.c let only XRC requests (with an XRCETH) reach a target QP */
+	if (sroce_qp_is_xrc_tgt(qp))
+		xrc_srq = resp_xrc_srq(qp, skb, &reply.srqn);
 
 	spin_lock_irqsave(&rs->lock, flags);
 	rs->owed = &owed;
+	rs->xrc_srq = xrc_srq;
 	if (unlikely(rs->failed)) {
 		resp_count(qp, SROCE_RESP_DROPPED);
 	} else {
 		switch (qp->ibqp.qp_type) {
 		case IB_QPT_RC:
+		case IB_QPT_XRC_TGT:
 			resp_rc(qp, skb, &reply);
 			break;
 		case IB_QPT_UC:
@@ -1215,13 +1316,17 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 			rs->failed = true;
 	}
 	rs->owed = NULL;
+	rs->xrc_srq = NULL;
 	spin_unlock_irqrestore(&rs->lock, flags);
 
 	consume_skb(skb);
 	/* a fatal NAK left to @tx_work errors the QP once it is sent */
 	if (!resp_reply_send(qp, &reply) && reply.fatal)
 		sroce_qp_error(qp);
+	/* the SRQ limit event @owed may name is the packet's SRQ */
 	sroce_comp_notify(qp, &owed);
+	if (xrc_srq)
+		sroce_srq_put(xrc_srq);
 }
 
 /* ---- lifecycle ---- */

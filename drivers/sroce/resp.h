@@ -19,6 +19,7 @@ struct sroce_comp_notify;
 struct sroce_dev;
 struct sroce_qp;
 struct sroce_rwqe;
+struct sroce_srq;
 
 enum sroce_resp_res_type {
 	SROCE_RES_NONE,
@@ -110,6 +111,13 @@ struct sroce_resp_state {
 	 * consumer callback runs under @lock.
 	 */
 	struct sroce_comp_notify *owed;
+	/*
+	 * XRC target QPs: the XRC SRQ of the packet being handled, of the
+	 * QP's domain, referenced by sroce_resp_rcv() for the packet; NULL
+	 * when its XRCETH names none. Its PD grants every access the
+	 * request makes, and a message takes its receive WQE from it.
+	 */
+	struct sroce_srq *xrc_srq;
 
 	/* responder resources ring, max_dest_rd_atomic entries */
 	struct sroce_resp_res *res;

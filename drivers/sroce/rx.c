@@ -22,12 +22,20 @@
 #include "sroce.h"
 #include "wire.h"
 
-/* Does the opcode's transport (RC/UC/UD) match the QP's type? */
-static bool rx_transport_ok(const struct sroce_qp *qp, u8 opcode)
+/*
+ * Does the opcode's transport (RC/UC/UD/XRC) match the QP's type? An XRC
+ * send QP only hears responses, an XRC target QP only requests.
+ */
+static bool rx_transport_ok(const struct sroce_qp *qp, u8 opcode,
+			    bool request)
 {
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
 		return sroce_op_transport(opcode) == SROCE_OP_RC;
+	case IB_QPT_XRC_INI:
+		return sroce_op_transport(opcode) == SROCE_OP_XRC && !request;
+	case IB_QPT_XRC_TGT:
+		return sroce_op_transport(opcode) == SROCE_OP_XRC && request;
 	case IB_QPT_UC:
 		return sroce_op_transport(opcode) == SROCE_OP_UC;
 	case IB_QPT_UD:
@@ -97,7 +105,7 @@ static atomic64_t *rx_check(struct sroce_dev *sdev, struct sroce_qp *qp,
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
 	struct sroce_rx_stats *drops = &sdev->rx_stats;
 
-	if (!rx_transport_ok(qp, pkt->opcode))
+	if (!rx_transport_ok(qp, pkt->opcode, request))
 		return &drops->c[SROCE_RX_BAD_TRANSPORT];
 	if (!rx_state_ok(qp, request))
 		return &drops->c[SROCE_RX_BAD_STATE];
@@ -106,6 +114,8 @@ static atomic64_t *rx_check(struct sroce_dev *sdev, struct sroce_qp *qp,
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
 	case IB_QPT_UC:
+	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
 		if (!rx_addr_ok(qp, skb))
 			return &drops->c[SROCE_RX_BAD_ADDR];
 		break;

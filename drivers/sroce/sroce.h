@@ -97,6 +97,11 @@ struct sroce_dev {
 	struct xarray mr_xa;
 	struct xarray ah_xa;
 	u32 ah_next;
+	/*
+	 * XRC SRQs by SRQ number, for the XRCETH of incoming requests
+	 * (srq.c); same rules as the tables above.
+	 */
+	struct xarray srq_xa;
 
 	/* UD multicast groups (mcast.c); its lock is in the struct. */
 	struct sroce_mcast mcast;
@@ -115,6 +120,11 @@ struct sroce_ucontext {
 struct sroce_pd {
 	struct ib_pd ibpd;
 	u32 pdn;			/* immutable; unique per device */
+};
+
+/* An XRC domain: ib_core tracks its users and its target QPs. */
+struct sroce_xrcd {
+	struct ib_xrcd ibxrcd;
 };
 
 /*

@@ -28,7 +28,7 @@ int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
 
 	spin_lock_irqsave(&srq->lock, flags);
 	prod = sroce_queue_load_producer(&rq->queue);
-	if (prod == rq->consumer) {
+	if (prod == rq->consumer || srq->dead) {
 		err = -EAGAIN;
 		goto out;
 	}
@@ -77,6 +77,37 @@ void sroce_srq_limit_event(struct sroce_srq *srq)
 		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 }
 
+struct sroce_srq *sroce_srq_get(struct sroce_dev *sdev, u32 srqn)
+{
+	struct sroce_srq *srq;
+
+	rcu_read_lock();
+	srq = xa_load(&sdev->srq_xa, srqn);
+	if (srq && !refcount_inc_not_zero(&srq->ref))
+		srq = NULL;
+	rcu_read_unlock();
+	return srq;
+}
+
+void sroce_srq_put(struct sroce_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->released);
+}
+
+/* An XRC SRQ needs its domain and CQ; ib_core holds both while it lives. */
+static int sroce_srq_check_type(const struct ib_srq_init_attr *init)
+{
+	switch (init->srq_type) {
+	case IB_SRQT_BASIC:
+		return 0;
+	case IB_SRQT_XRC:
+		return init->ext.xrc.xrcd && init->ext.cq ? 0 : -EINVAL;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
 {
@@ -86,8 +117,9 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 entries;
 	int err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
-		return -EOPNOTSUPP;
+	err = sroce_srq_check_type(init);
+	if (err)
+		return err;
 	if (attr->max_wr > SROCE_MAX_SRQ_WR || attr->max_sge > SROCE_MAX_SGE)
 		return -EINVAL;
 	if (udata) {
@@ -100,6 +132,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->sdev = to_sdev(ibsrq->device);
 	srq->is_user = !!udata;
 	srq->limit = 0;
+	refcount_set(&srq->ref, 1);
+	init_completion(&srq->released);
 	spin_lock_init(&srq->lock);
 	spin_lock_init(&srq->post_lock);
 	err = sroce_obj_charge(&srq->sdev->limits, SROCE_OBJ_SRQ);
@@ -111,6 +145,7 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_uncharge;
 	}
 	srq->srq_num = err;
+	ibsrq->ext.xrc.srq_num = srq->srq_num;
 
 	entries = roundup_pow_of_two(max(attr->max_wr, 1U));
 	srq->rq.max_sge = max(attr->max_sge, 1U);
@@ -127,6 +162,13 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			goto err_queue;
 		resp.srq_num = srq->srq_num;
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_queue;
+	}
+	/* Publish: XRC requests can find it from here on. */
+	if (sroce_srq_is_xrc(srq)) {
+		err = xa_insert(&srq->sdev->srq_xa, srq->srq_num, srq,
+				GFP_KERNEL);
 		if (err)
 			goto err_queue;
 	}
@@ -174,10 +216,34 @@ int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
-/* ib_core destroys an SRQ only once no QP uses it. */
+/*
+ * No new lookups, no new takes, no WQE held by a target QP; then no
+ * packet still using it. Process context.
+ */
+static void sroce_srq_unpublish(struct sroce_srq *srq)
+{
+	unsigned long flags;
+
+	xa_erase(&srq->sdev->srq_xa, srq->srq_num);
+	spin_lock_irqsave(&srq->lock, flags);
+	srq->dead = true;
+	spin_unlock_irqrestore(&srq->lock, flags);
+	synchronize_rcu();
+	sroce_qp_srq_destroyed(srq->sdev, srq);
+	sroce_srq_put(srq);
+	wait_for_completion(&srq->released);
+}
+
+/*
+ * ib_core destroys an SRQ only once no QP is attached to it; XRC target
+ * QPs are not attached (see srq.h).
+ */
 int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	if (sroce_srq_is_xrc(srq))
+		sroce_srq_unpublish(srq);
 
 	sroce_queue_free(&srq->rq.queue);
 	ida_free(&sroce_srqn_ida, srq->srq_num);

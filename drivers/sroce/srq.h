@@ -13,10 +13,22 @@
  * Locking: srq->lock (irqsave) protects the consumer side (rq.consumer)
  * and the armed limit; it nests inside qp->rq_lock. post_lock protects
  * rq.kproducer of kernel SRQs. The limit event is raised with no lock held.
+ *
+ * XRC SRQs (IB_SRQT_XRC) belong to an XRC domain and complete into their
+ * own CQ (ibsrq.ext). No QP is attached to them: a request names one in
+ * its XRCETH, and the XRC target QP it arrives on finds it by number in
+ * sdev->srq_xa with sroce_srq_get() (a reference for the packet) and must
+ * belong to the same domain. A target QP that takes a WQE for a message
+ * keeps a reference while it holds it (qp->rq.xsrq); destroy_srq removes
+ * the number, marks the SRQ dead (no more takes) and makes every target
+ * QP drop a WQE it holds from it, then waits for the packet references:
+ * it never waits for a peer.
  */
 #ifndef SROCE_SRQ_H
 #define SROCE_SRQ_H
 
+#include <linux/completion.h>
+#include <linux/refcount.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
 
@@ -31,7 +43,16 @@ struct sroce_srq {
 	struct sroce_rq rq;	/* rq.max_sge, rq.queue: immutable */
 	u32 limit;		/* armed limit; 0: not armed */
 	spinlock_t post_lock;	/* rq.kproducer */
+	/* XRC: lookups' and holders' references; dead: under @lock */
+	refcount_t ref;
+	struct completion released;
+	bool dead;
 };
+
+static inline bool sroce_srq_is_xrc(const struct sroce_srq *srq)
+{
+	return srq->ibsrq.srq_type == IB_SRQT_XRC;
+}
 
 static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
 {
@@ -49,6 +70,13 @@ static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
 int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
 		   bool *limit_hit);
 void sroce_srq_limit_event(struct sroce_srq *srq);
+
+/*
+ * The XRC SRQ numbered @srqn with a reference, or NULL. Any context.
+ * While referenced, its PD, CQ and XRC domain stay valid.
+ */
+struct sroce_srq *sroce_srq_get(struct sroce_dev *sdev, u32 srqn);
+void sroce_srq_put(struct sroce_srq *srq);
 
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata);

@@ -69,9 +69,10 @@ static int sroce_query_device(struct ib_device *ibdev,
 		 * REG_MR, LOCAL_INV and SEND with Invalidate (mr.c); memory
 		 * windows of type 1 and 2B (mw.c); ATOMIC WRITE; FLUSH to
 		 * global visibility where MRs can grant it, never to
-		 * persistence (compat.h, resp.c)
+		 * persistence (compat.h, resp.c); XRC (srq.c, resp.c)
 		 */
 		.device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
+				    IB_DEVICE_XRC |
 				    IB_DEVICE_PORT_ACTIVE_EVENT |
 				    IB_DEVICE_MEM_MGT_EXTENSIONS |
 				    IB_DEVICE_MEM_WINDOW |
@@ -267,6 +268,26 @@ static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * XRC domains hold no state of their own here: ib_core shares them
+ * between processes (by inode), counts their users and keeps their
+ * target QPs; XRC SRQs and target QPs point at them (srq.c, qp.c). They
+ * are charged as PDs, so a user cannot create them without bound.
+ */
+static int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	if (udata && udata->inlen)
+		return -EINVAL;
+	return sroce_obj_charge(&to_sdev(ibxrcd->device)->limits,
+				SROCE_OBJ_PD);
+}
+
+static int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	sroce_obj_uncharge(&to_sdev(ibxrcd->device)->limits, SROCE_OBJ_PD);
+	return 0;
+}
+
 struct sroce_mmap_entry *sroce_mmap_insert(struct sroce_ucontext *uctx,
 					   void *buf, size_t len, u64 *key)
 {
@@ -389,9 +410,12 @@ const struct ib_device_ops sroce_verbs_ops = {
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.alloc_pd = sroce_alloc_pd,
 	.dealloc_pd = sroce_dealloc_pd,
+	.alloc_xrcd = sroce_alloc_xrcd,
+	.dealloc_xrcd = sroce_dealloc_xrcd,
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, sroce_xrcd, ibxrcd),
 };

@@ -33,6 +33,7 @@
 /* Extension headers in the order they follow the BTH on the wire. */
 enum sroce_ext {
 	SROCE_EXT_DETH,
+	SROCE_EXT_XRCETH,
 	SROCE_EXT_FETH,
 	SROCE_EXT_RETH,
 	SROCE_EXT_ATMETH,
@@ -93,6 +94,11 @@ struct sroce_atmack {
 	__be64 orig;
 } __packed;
 
+/* XRC extended transport header, 4 bytes: Resv8:8 XRCSRQ:24. */
+struct sroce_xrceth {
+	__be32 srqn;
+} __packed;
+
 /* FLUSH extended transport header, 4 bytes: Resv:26 SEL:2 PLT:4. */
 struct sroce_feth {
 	__be32 sel_plt;
@@ -107,8 +113,10 @@ struct sroce_feth {
 #define SROCE_ATMETH_LEN	sizeof(struct sroce_atmeth)
 #define SROCE_ATMACK_LEN	sizeof(struct sroce_atmack)
 #define SROCE_FETH_LEN		sizeof(struct sroce_feth)
-/* Largest BTH + extension headers of any opcode (FLUSH: BTH FETH RETH). */
-#define SROCE_MAX_HDR_LEN	(SROCE_BTH_LEN + SROCE_ATMETH_LEN)
+#define SROCE_XRCETH_LEN	sizeof(struct sroce_xrceth)
+/* Largest BTH + extension headers of any opcode (XRC atomics). */
+#define SROCE_MAX_HDR_LEN	(SROCE_BTH_LEN + SROCE_XRCETH_LEN + \
+				 SROCE_ATMETH_LEN)
 
 static_assert(SROCE_BTH_LEN == 12);
 static_assert(SROCE_RETH_LEN == 16);
@@ -116,6 +124,7 @@ static_assert(SROCE_AETH_LEN == 4);
 static_assert(SROCE_DETH_LEN == 8);
 static_assert(SROCE_ATMETH_LEN == 28);
 static_assert(SROCE_ATMACK_LEN == 8);
+static_assert(SROCE_XRCETH_LEN == 4);
 
 /* ---- BTH accessors ---- */
 
@@ -385,6 +394,18 @@ static inline void sroce_atmack_set(struct sroce_atmack *a, u64 orig)
 	a->orig = cpu_to_be64(orig);
 }
 
+#define SROCE_XRCETH_SRQN_MASK	0x00ffffffU
+
+static inline u32 sroce_xrceth_srqn(const struct sroce_xrceth *x)
+{
+	return be32_to_cpu(x->srqn) & SROCE_XRCETH_SRQN_MASK;
+}
+
+static inline void sroce_xrceth_set(struct sroce_xrceth *x, u32 srqn)
+{
+	x->srqn = cpu_to_be32(srqn & SROCE_XRCETH_SRQN_MASK);
+}
+
 #define SROCE_FETH_PLT_MASK	0x0000000fU	/* placement type */
 #define SROCE_FETH_SEL_MASK	0x00000030U	/* selectivity level */
 #define SROCE_FETH_SEL_SHIFT	4
@@ -486,6 +507,8 @@ u32 sroce_rnr_timer_usec(unsigned int code);
 #define SROCE_OP_UD		0x60
 #define SROCE_OP_CNP_BASE	0x80
 #define SROCE_OP_XRC		0xa0
+/* The operation within a transport: the RC opcode of the same packet. */
+#define SROCE_OP_BASE_MASK	0x1f
 
 enum sroce_opcode {
 	SROCE_OP_RC_SEND_FIRST			= 0x00,
@@ -527,6 +550,31 @@ enum sroce_opcode {
 	SROCE_OP_UC_RDMA_WRITE_ONLY		= 0x2a,
 	SROCE_OP_UC_RDMA_WRITE_ONLY_WITH_IMM	= 0x2b,
 
+	/* XRC (IBTA 9.2.1): the RC operation codes, requests with XRCETH */
+	SROCE_OP_XRC_SEND_FIRST			= 0xa0,
+	SROCE_OP_XRC_SEND_MIDDLE		= 0xa1,
+	SROCE_OP_XRC_SEND_LAST			= 0xa2,
+	SROCE_OP_XRC_SEND_LAST_WITH_IMM		= 0xa3,
+	SROCE_OP_XRC_SEND_ONLY			= 0xa4,
+	SROCE_OP_XRC_SEND_ONLY_WITH_IMM		= 0xa5,
+	SROCE_OP_XRC_RDMA_WRITE_FIRST		= 0xa6,
+	SROCE_OP_XRC_RDMA_WRITE_MIDDLE		= 0xa7,
+	SROCE_OP_XRC_RDMA_WRITE_LAST		= 0xa8,
+	SROCE_OP_XRC_RDMA_WRITE_LAST_WITH_IMM	= 0xa9,
+	SROCE_OP_XRC_RDMA_WRITE_ONLY		= 0xaa,
+	SROCE_OP_XRC_RDMA_WRITE_ONLY_WITH_IMM	= 0xab,
+	SROCE_OP_XRC_RDMA_READ_REQUEST		= 0xac,
+	SROCE_OP_XRC_RDMA_READ_RESPONSE_FIRST	= 0xad,
+	SROCE_OP_XRC_RDMA_READ_RESPONSE_MIDDLE	= 0xae,
+	SROCE_OP_XRC_RDMA_READ_RESPONSE_LAST	= 0xaf,
+	SROCE_OP_XRC_RDMA_READ_RESPONSE_ONLY	= 0xb0,
+	SROCE_OP_XRC_ACKNOWLEDGE		= 0xb1,
+	SROCE_OP_XRC_ATOMIC_ACKNOWLEDGE		= 0xb2,
+	SROCE_OP_XRC_COMPARE_SWAP		= 0xb3,
+	SROCE_OP_XRC_FETCH_ADD			= 0xb4,
+	SROCE_OP_XRC_SEND_LAST_WITH_INV		= 0xb6,
+	SROCE_OP_XRC_SEND_ONLY_WITH_INV		= 0xb7,
+
 	SROCE_OP_UD_SEND_ONLY			= 0x64,
 	SROCE_OP_UD_SEND_ONLY_WITH_IMM		= 0x65,
 
@@ -538,6 +586,7 @@ enum sroce_opcode {
 
 /* Which extension headers follow the BTH (bit n is enum sroce_ext n). */
 #define SROCE_OPF_DETH		BIT(SROCE_EXT_DETH)
+#define SROCE_OPF_XRCETH	BIT(SROCE_EXT_XRCETH)
 #define SROCE_OPF_FETH		BIT(SROCE_EXT_FETH)
 #define SROCE_OPF_RETH		BIT(SROCE_EXT_RETH)
 #define SROCE_OPF_ATMETH	BIT(SROCE_EXT_ATMETH)
@@ -547,25 +596,25 @@ enum sroce_opcode {
 #define SROCE_OPF_IETH		BIT(SROCE_EXT_IETH)
 #define SROCE_OPF_EXT_MASK	(BIT(SROCE_EXT_NUM) - 1)
 /* Message structure. */
-#define SROCE_OPF_VALID		BIT(8)	/* a known opcode */
-#define SROCE_OPF_PAYLOAD	BIT(9)	/* may carry payload (and pad) */
-#define SROCE_OPF_FIRST		BIT(10)	/* FIRST or ONLY packet of a message */
-#define SROCE_OPF_MIDDLE	BIT(11)
-#define SROCE_OPF_LAST		BIT(12)	/* LAST or ONLY packet of a message */
-#define SROCE_OPF_REQ		BIT(13)	/* requester to responder */
-#define SROCE_OPF_RESP		BIT(14)	/* responder to requester */
+#define SROCE_OPF_VALID		BIT(9)	/* a known opcode */
+#define SROCE_OPF_PAYLOAD	BIT(10)	/* may carry payload (and pad) */
+#define SROCE_OPF_FIRST		BIT(11)	/* FIRST or ONLY packet of a message */
+#define SROCE_OPF_MIDDLE	BIT(12)
+#define SROCE_OPF_LAST		BIT(13)	/* LAST or ONLY packet of a message */
+#define SROCE_OPF_REQ		BIT(14)	/* requester to responder */
+#define SROCE_OPF_RESP		BIT(15)	/* responder to requester */
 /* Operation. */
-#define SROCE_OPF_SEND		BIT(15)
-#define SROCE_OPF_WRITE		BIT(16)
-#define SROCE_OPF_READ		BIT(17)	/* READ request or READ response */
-#define SROCE_OPF_ATOMIC	BIT(18)	/* CmpSwap/FetchAdd or their ACK */
-#define SROCE_OPF_ACK		BIT(19)	/* ACKNOWLEDGE */
-#define SROCE_OPF_ATOMIC_WRITE	BIT(20)
-#define SROCE_OPF_FLUSH		BIT(21)
-#define SROCE_OPF_CNP		BIT(22)
+#define SROCE_OPF_SEND		BIT(16)
+#define SROCE_OPF_WRITE		BIT(17)
+#define SROCE_OPF_READ		BIT(18)	/* READ request or READ response */
+#define SROCE_OPF_ATOMIC	BIT(19)	/* CmpSwap/FetchAdd or their ACK */
+#define SROCE_OPF_ACK		BIT(20)	/* ACKNOWLEDGE */
+#define SROCE_OPF_ATOMIC_WRITE	BIT(21)
+#define SROCE_OPF_FLUSH		BIT(22)
+#define SROCE_OPF_CNP		BIT(23)
 /* The responder consumes a receive WQE / completes on this packet. */
-#define SROCE_OPF_RWQE		BIT(23)	/* SEND or WRITE with immediate */
-#define SROCE_OPF_COMP		BIT(24)	/* ...and generates the completion */
+#define SROCE_OPF_RWQE		BIT(24)	/* SEND or WRITE with immediate */
+#define SROCE_OPF_COMP		BIT(25)	/* ...and generates the completion */
 
 struct sroce_opcode_info {
 	const char *name;
@@ -591,6 +640,12 @@ static inline u32 sroce_op_flags(u8 opcode)
 static inline unsigned int sroce_op_transport(u8 opcode)
 {
 	return opcode & SROCE_OP_TRANSPORT_MASK;
+}
+
+/* The RC opcode of the same operation (XRC's and UC's share the codes). */
+static inline u8 sroce_op_base(u8 opcode)
+{
+	return opcode & SROCE_OP_BASE_MASK;
 }
 
 /* ---- the parsed packet, kept in skb->cb on receive ---- */
@@ -678,6 +733,11 @@ static inline struct sroce_atmeth *sroce_pkt_atmeth(const struct sk_buff *skb)
 static inline struct sroce_atmack *sroce_pkt_atmack(const struct sk_buff *skb)
 {
 	return sroce_pkt_ext(skb, SROCE_EXT_ATMACK);
+}
+
+static inline struct sroce_xrceth *sroce_pkt_xrceth(const struct sk_buff *skb)
+{
+	return sroce_pkt_ext(skb, SROCE_EXT_XRCETH);
 }
 
 static inline struct sroce_feth *sroce_pkt_feth(const struct sk_buff *skb)

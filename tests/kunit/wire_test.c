@@ -175,7 +175,8 @@ static void ext_headers_test(struct kunit *test)
 }
 
 static const u8 ext_len[SROCE_EXT_NUM] = {
-	[SROCE_EXT_DETH] = 8, [SROCE_EXT_FETH] = 4, [SROCE_EXT_RETH] = 16,
+	[SROCE_EXT_DETH] = 8, [SROCE_EXT_XRCETH] = 4, [SROCE_EXT_FETH] = 4,
+	[SROCE_EXT_RETH] = 16,
 	[SROCE_EXT_ATMETH] = 28, [SROCE_EXT_AETH] = 4, [SROCE_EXT_ATMACK] = 8,
 	[SROCE_EXT_IMMDT] = 4, [SROCE_EXT_IETH] = 4,
 };
@@ -207,6 +208,16 @@ static const struct {
 	{ 0x64, SROCE_OPF_DETH, 20 },
 	{ 0x65, SROCE_OPF_DETH | SROCE_OPF_IMMDT, 24 },
 	{ 0x81, 0, 12 },
+	/* XRC: requests with an XRCETH right after the BTH */
+	{ 0xa0, SROCE_OPF_XRCETH, 16 },
+	{ 0xa3, SROCE_OPF_XRCETH | SROCE_OPF_IMMDT, 20 },
+	{ 0xa6, SROCE_OPF_XRCETH | SROCE_OPF_RETH, 32 },
+	{ 0xab, SROCE_OPF_XRCETH | SROCE_OPF_RETH | SROCE_OPF_IMMDT, 36 },
+	{ 0xac, SROCE_OPF_XRCETH | SROCE_OPF_RETH, 32 },
+	{ 0xad, SROCE_OPF_AETH, 16 }, { 0xb1, SROCE_OPF_AETH, 16 },
+	{ 0xb2, SROCE_OPF_AETH | SROCE_OPF_ATMACK, 24 },
+	{ 0xb3, SROCE_OPF_XRCETH | SROCE_OPF_ATMETH, 44 },
+	{ 0xb7, SROCE_OPF_XRCETH | SROCE_OPF_IETH, 20 },
 };
 
 static void opcode_layout_test(struct kunit *test)
@@ -235,6 +246,10 @@ static void opcode_layout_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sroce_opinfo(0x1c)->offset[SROCE_EXT_FETH], 12);
 	KUNIT_EXPECT_EQ(test, sroce_opinfo(0x1c)->offset[SROCE_EXT_RETH], 16);
 	KUNIT_EXPECT_EQ(test, sroce_opinfo(0x17)->offset[SROCE_EXT_IETH], 12);
+	KUNIT_EXPECT_EQ(test, sroce_opinfo(0xab)->offset[SROCE_EXT_XRCETH], 12);
+	KUNIT_EXPECT_EQ(test, sroce_opinfo(0xab)->offset[SROCE_EXT_RETH], 16);
+	KUNIT_EXPECT_EQ(test, sroce_opinfo(0xab)->offset[SROCE_EXT_IMMDT], 32);
+	KUNIT_EXPECT_EQ(test, sroce_opinfo(0xb3)->offset[SROCE_EXT_ATMETH], 16);
 }
 
 /* Properties every table entry must have, whatever the opcode. */
@@ -294,11 +309,11 @@ static void opcode_table_test(struct kunit *test)
 					      (f & SROCE_OPF_RWQE),
 					      "opcode %#x", op);
 	}
-	/* 25 RC, 12 UC, 2 UD opcodes and the CNP. */
-	KUNIT_EXPECT_EQ(test, valid, 40U);
-	/* Neither RD nor XRC is supported. */
+	/* 25 RC, 12 UC, 2 UD, 23 XRC opcodes and the CNP. */
+	KUNIT_EXPECT_EQ(test, valid, 63U);
+	/* RD is not supported, nor XRC's placement extensions. */
 	KUNIT_EXPECT_FALSE(test, sroce_op_flags(0x40) & SROCE_OPF_VALID);
-	KUNIT_EXPECT_FALSE(test, sroce_op_flags(0xa4) & SROCE_OPF_VALID);
+	KUNIT_EXPECT_FALSE(test, sroce_op_flags(0xbc) & SROCE_OPF_VALID);
 	KUNIT_EXPECT_FALSE(test, sroce_op_flags(0x15) & SROCE_OPF_VALID);
 	KUNIT_EXPECT_FALSE(test, sroce_op_flags(0xff) & SROCE_OPF_VALID);
 
@@ -308,6 +323,17 @@ static void opcode_table_test(struct kunit *test)
 				sroce_op_flags(op | SROCE_OP_UC));
 		KUNIT_EXPECT_EQ(test, sroce_op_transport(op | SROCE_OP_UC),
 				(unsigned int)SROCE_OP_UC);
+	}
+	/* XRC's are RC's, 0xa0 up; its requests add the XRCETH. */
+	for (op = 0; op <= 0x17; op++) {
+		u32 rc = sroce_op_flags(op);
+
+		if (op == 0x15)
+			continue;
+		KUNIT_EXPECT_EQ_MSG(test, sroce_op_flags(op | SROCE_OP_XRC),
+				    rc | (rc & SROCE_OPF_REQ ? SROCE_OPF_XRCETH :
+				    0), "opcode %#x", op);
+		KUNIT_EXPECT_EQ(test, sroce_op_base(op | SROCE_OP_XRC), (u8)op);
 	}
 	KUNIT_EXPECT_EQ(test, sroce_op_transport(SROCE_OP_UD_SEND_ONLY),
 			(unsigned int)SROCE_OP_UD);

@@ -19,12 +19,14 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.alloc_td = alloc_td;
     ops.attach_mcast = attach_mcast;
     ops.bind_mw = bind_mw;
+    ops.close_xrcd = close_xrcd;
     ops.create_ah = create_ah;
     ops.create_cq = create_cq;
     ops.create_cq_ex = create_cq_ex;
     ops.create_qp = create_qp;
     ops.create_qp_ex = create_qp_ex;
     ops.create_srq = create_srq;
+    ops.create_srq_ex = create_srq_ex;
     ops.dealloc_mw = dealloc_mw;
     ops.dealloc_pd = dealloc_pd;
     ops.dealloc_td = dealloc_td;
@@ -35,8 +37,11 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.destroy_srq = destroy_srq;
     ops.detach_mcast = detach_mcast;
     ops.free_context = free_context;
+    ops.get_srq_num = get_srq_num;
     ops.modify_qp = modify_qp;
     ops.modify_srq = modify_srq;
+    ops.open_qp = open_qp;
+    ops.open_xrcd = open_xrcd;
     ops.poll_cq = poll_cq;
     ops.post_recv = post_recv;
     ops.post_send = post_send;
@@ -109,6 +114,34 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
 int query_port(ibv_context* ctx, std::uint8_t port_num, ibv_port_attr* attr) noexcept {
     verbs_cmd_query_port cmd{};
     return ibv_cmd_query_port(ctx, port_num, attr, &cmd, sizeof(cmd));
+}
+
+ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr) noexcept {
+    auto* xrcd = new (std::nothrow) verbs_xrcd{};
+    if (xrcd == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_open_xrcd cmd{};
+    ib_uverbs_open_xrcd_resp resp{};
+    const int err = ibv_cmd_open_xrcd(ctx, xrcd, sizeof(*xrcd), attr, &cmd, sizeof(cmd), &resp,
+                                      sizeof(resp));
+    if (err != 0) {
+        delete xrcd;
+        set_errno(err);
+        return nullptr;
+    }
+    return &xrcd->xrcd;
+}
+
+int close_xrcd(ibv_xrcd* ibxrcd) noexcept {
+    // verbs_xrcd starts with its ibv_xrcd (verbs_private_abi.h).
+    auto* xrcd = reinterpret_cast<verbs_xrcd*>(ibxrcd);
+    const int err = ibv_cmd_close_xrcd(xrcd);
+    if (err != 0)
+        return err;
+    delete xrcd;
+    return 0;
 }
 
 ibv_pd* alloc_pd(ibv_context* ctx) noexcept {

@@ -194,6 +194,9 @@ ibv_td* alloc_td(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
 int dealloc_td(ibv_td* td) noexcept;
 // The parent domain a PD argument names, or null for a protection domain.
 Pd* parent_domain(ibv_pd* pd) noexcept;
+// XRC domains: the kernel shares them by file; nothing of ours to keep.
+ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr) noexcept;
+int close_xrcd(ibv_xrcd* xrcd) noexcept;
 
 // --- memory regions and address handles (mr.cpp) --------------------------
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
@@ -230,6 +233,7 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept;
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) noexcept;
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) noexcept;
 int destroy_qp(ibv_qp* qp) noexcept;
+ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr) noexcept;
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 // Binds a type 1 window: a bind WQE through the send queue, like a send WR.
@@ -251,6 +255,9 @@ int post_to_recv_queue(RecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noe
 
 // --- shared receive queues (srq.cpp) ---------------------------------------
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) noexcept;
+// Basic and XRC SRQs (an XRC SRQ completes into its own CQ).
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* ex) noexcept;
+int get_srq_num(ibv_srq* srq, std::uint32_t* srq_num) noexcept;
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) noexcept;
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr) noexcept;
 int destroy_srq(ibv_srq* srq) noexcept;

@@ -14,11 +14,27 @@
 namespace sroce {
 namespace {
 
-constexpr std::uint32_t kSupportedCreateMask =
-        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+constexpr std::uint32_t kSupportedCreateMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                                               IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                                               IBV_QP_INIT_ATTR_CREATE_FLAGS;
 
 bool qp_type_supported(ibv_qp_type type) noexcept {
-    return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+    return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD ||
+           type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
+}
+
+// An XRC send QP has only a send queue; an XRC receive QP has no ring at
+// all (its messages land in the XRC SRQs their senders name).
+bool has_own_recv_queue(const ibv_qp& qp) noexcept {
+    return qp.srq == nullptr && qp.qp_type != IBV_QPT_XRC_SEND && qp.qp_type != IBV_QPT_XRC_RECV;
+}
+
+// What names the QP's owner: an XRC receive QP's domain, else a PD.
+bool owner_given(const ibv_qp_init_attr_ex& attr) noexcept {
+    if (attr.qp_type == IBV_QPT_XRC_RECV)
+        return (attr.comp_mask & IBV_QP_INIT_ATTR_XRCD) != 0 && attr.xrcd != nullptr;
+    return (attr.comp_mask & IBV_QP_INIT_ATTR_PD) != 0 && attr.pd != nullptr &&
+           (attr.comp_mask & IBV_QP_INIT_ATTR_XRCD) == 0;
 }
 
 int map_queue(int cmd_fd, const sroce_queue_info& info, std::uint32_t min_stride, Mapping& mapping,
@@ -66,7 +82,7 @@ int setup_queues(Qp& qp, int cmd_fd, const sroce_create_qp_resp& drv, ibv_qp_cap
         };
         cap.max_recv_sge = qp.rq.limits.max_sge;
         cap.max_recv_wr = std::min(cap.max_recv_wr, qp.rq.ring.view().num_entries());
-    } else if (qp.vqp.qp.srq == nullptr) {
+    } else if (has_own_recv_queue(qp.vqp.qp)) {
         return EPROTO; // no receive ring and no SRQ to receive into
     }
     return 0;
@@ -125,7 +141,7 @@ ibv_qp* create_common(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
         set_errno(EOPNOTSUPP);
         return nullptr;
     }
-    if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
+    if (!owner_given(*attr)) {
         set_errno(EINVAL);
         return nullptr;
     }
@@ -233,6 +249,31 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* i
         attr->cap.max_recv_sge = init_attr->cap.max_recv_sge;
     }
     return 0;
+}
+
+// Opens an XRC receive QP another process (or this one) created in a
+// shared domain. The kernel keeps the QP; this handle has no rings.
+ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr) noexcept {
+    if (attr->qp_type != IBV_QPT_XRC_RECV) {
+        set_errno(EOPNOTSUPP);
+        return nullptr;
+    }
+    auto* qp = new (std::nothrow) Qp{};
+    if (qp == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    verbs_cmd_open_qp cmd{};
+    ib_uverbs_create_qp_resp resp{};
+    const int err = ibv_cmd_open_qp(ctx, &qp->vqp, sizeof(qp->vqp), attr, &cmd, sizeof(cmd), &resp,
+                                    sizeof(resp));
+    if (err != 0) {
+        delete qp;
+        set_errno(err);
+        return nullptr;
+    }
+    init_doorbell(*qp);
+    return &qp->vqp.qp;
 }
 
 int destroy_qp(ibv_qp* ibqp) noexcept {

@@ -32,6 +32,9 @@ constexpr std::uint64_t kUcSendOps =
         IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
         IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 constexpr std::uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+// XRC has RC's operations but for the placement extensions (no XRC opcodes).
+constexpr std::uint64_t kXrcSendOps =
+        kRcSendOps & ~static_cast<std::uint64_t>(IBV_QP_EX_WITH_ATOMIC_WRITE);
 
 // Inline data lists are gathered through an SGE array of this many entries.
 constexpr std::size_t kMaxInlineBufs = 16;
@@ -240,6 +243,17 @@ void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, std::uint32_t remote_qpn,
     b.ah_num = to_ah(ah)->ah_num;
 }
 
+void wr_set_xrc_srqn(ibv_qp_ex* qpx, std::uint32_t remote_srqn) noexcept {
+    WrBatch& b = qp_of(qpx).batch;
+    if (b.err != 0)
+        return;
+    if (!b.pending) {
+        fail(b, EINVAL);
+        return;
+    }
+    b.staged.qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 void wr_set_sge(ibv_qp_ex* qpx, std::uint32_t lkey, std::uint64_t addr,
                 std::uint32_t length) noexcept {
     ibv_sge sge{.addr = addr, .length = length, .lkey = lkey};
@@ -296,6 +310,9 @@ bool send_ops_supported(ibv_qp_type qp_type, std::uint64_t send_ops_flags) noexc
     case IBV_QPT_UD:
         supported = kUdSendOps;
         break;
+    case IBV_QPT_XRC_SEND:
+        supported = kXrcSendOps;
+        break;
     default:
         return false;
     }
@@ -321,6 +338,7 @@ bool setup_qp_ex(Qp& qp, std::uint64_t send_ops_flags) noexcept {
     qpx.wr_bind_mw = wr_bind_mw;
     qpx.wr_local_inv = wr_local_inv;
     qpx.wr_set_ud_addr = wr_set_ud_addr;
+    qpx.wr_set_xrc_srqn = wr_set_xrc_srqn;
     qpx.wr_set_sge = wr_set_sge;
     qpx.wr_set_sge_list = wr_set_sge_list;
     qpx.wr_set_inline_data = wr_set_inline_data;

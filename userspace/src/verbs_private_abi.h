@@ -101,7 +101,16 @@ struct verbs_device {
     std::uint64_t core_support;
 };
 
-struct verbs_xrcd;
+// verbs_xrcd::comp_mask: VERBS_XRCD_HANDLE says handle is valid.
+enum verbs_xrcd_mask : std::uint32_t {
+    VERBS_XRCD_HANDLE = 1U << 0,
+};
+
+struct verbs_xrcd {
+    ibv_xrcd xrcd;
+    std::uint32_t comp_mask;
+    std::uint32_t handle;
+};
 
 struct verbs_cq {
     union {
@@ -162,7 +171,7 @@ struct verbs_context_ops {
     UnusedOp attach_counters_point_flow;
     int (*attach_mcast)(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
     int (*bind_mw)(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
-    UnusedOp close_xrcd;
+    int (*close_xrcd)(ibv_xrcd* xrcd);
     void (*cq_event)(ibv_cq* cq);
     ibv_ah* (*create_ah)(ibv_pd* pd, ibv_ah_attr* attr);
     UnusedOp create_counters;
@@ -202,8 +211,8 @@ struct verbs_context_ops {
     UnusedOp modify_qp_rate_limit;
     int (*modify_srq)(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
     UnusedOp modify_wq;
-    UnusedOp open_qp;
-    UnusedOp open_xrcd;
+    ibv_qp* (*open_qp)(ibv_context* context, ibv_qp_open_attr* attr);
+    ibv_xrcd* (*open_xrcd)(ibv_context* context, ibv_xrcd_init_attr* xrcd_init_attr);
     int (*poll_cq)(ibv_cq* cq, int num_entries, ibv_wc* wc);
     int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
     int (*post_send)(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
@@ -270,6 +279,8 @@ using verbs_cmd_create_xsrq = verbs_write_cmd<ib_uverbs_create_xsrq>;
 using verbs_cmd_modify_srq = verbs_write_cmd<ib_uverbs_modify_srq>;
 using verbs_cmd_query_srq = verbs_write_cmd<ib_uverbs_query_srq>;
 using verbs_cmd_create_cq_ex = verbs_write_cmd_ex<ib_uverbs_ex_create_cq>;
+using verbs_cmd_open_xrcd = verbs_write_cmd<ib_uverbs_open_xrcd>;
+using verbs_cmd_open_qp = verbs_write_cmd<ib_uverbs_open_qp>;
 
 // --- functions exported under IBVERBS_PRIVATE_34 --------------------------
 
@@ -326,6 +337,14 @@ int ibv_cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, verbs_cmd_mo
 int ibv_cmd_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr,
                      verbs_cmd_query_qp* cmd, std::size_t cmd_size);
 int ibv_cmd_destroy_qp(ibv_qp* qp);
+// XRC: vqp_sz / vxrcd_size tell libibverbs which trailing fields exist.
+int ibv_cmd_open_qp(ibv_context* context, verbs_qp* qp, int vqp_sz, ibv_qp_open_attr* attr,
+                    verbs_cmd_open_qp* cmd, std::size_t cmd_size, ib_uverbs_create_qp_resp* resp,
+                    std::size_t resp_size);
+int ibv_cmd_open_xrcd(ibv_context* context, verbs_xrcd* xrcd, int vxrcd_size,
+                      ibv_xrcd_init_attr* attr, verbs_cmd_open_xrcd* cmd, std::size_t cmd_size,
+                      ib_uverbs_open_xrcd_resp* resp, std::size_t resp_size);
+int ibv_cmd_close_xrcd(verbs_xrcd* xrcd);
 int ibv_cmd_attach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
 int ibv_cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, std::uint16_t lid);
 
@@ -393,6 +412,9 @@ static_assert(sizeof(verbs_device) == 712);
 static_assert(offsetof(verbs_qp, comp_mask) == sizeof(ibv_qp_ex));
 static_assert(offsetof(ibv_qp_ex, qp_base) == 0);
 static_assert(offsetof(verbs_srq, srq_type) == sizeof(ibv_srq));
+static_assert(offsetof(verbs_srq, srq_num) == sizeof(ibv_srq) + 24);
+static_assert(offsetof(verbs_xrcd, comp_mask) == sizeof(ibv_xrcd));
+static_assert(sizeof(verbs_xrcd) == sizeof(ibv_xrcd) + 8);
 static_assert(offsetof(verbs_mr, mr_type) == sizeof(ibv_mr));
 static_assert(sizeof(verbs_mr) == sizeof(ibv_mr) + 8);
 
@@ -428,4 +450,6 @@ static_assert(sizeof(verbs_cmd_create_xsrq) == 56);
 static_assert(sizeof(verbs_cmd_modify_srq) == 24);
 static_assert(sizeof(verbs_cmd_query_srq) == 24);
 static_assert(sizeof(verbs_cmd_create_cq_ex) == 56);
+static_assert(sizeof(verbs_cmd_open_xrcd) == 24);
+static_assert(sizeof(verbs_cmd_open_qp) == 40);
 static_assert(sizeof(ib_uverbs_ex_create_cq_resp) == 16);

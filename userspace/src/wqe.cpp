@@ -48,18 +48,18 @@ bool opcode_supported(ibv_qp_type qp_type, ibv_wr_opcode opcode) noexcept {
     switch (opcode) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
-        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_UD;
+        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_UD ||
+               qp_type == IBV_QPT_XRC_SEND;
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
-        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
+    case IBV_WR_LOCAL_INV:
+    case IBV_WR_BIND_MW:
+        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_XRC_SEND;
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
     case IBV_WR_SEND_WITH_INV:
-        return qp_type == IBV_QPT_RC;
-    case IBV_WR_LOCAL_INV:
-    case IBV_WR_BIND_MW:
-        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
+        return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_XRC_SEND;
     default:
         return false;
     }
@@ -111,6 +111,9 @@ int encode_send_wqe(const ibv_send_wr& wr, const SendQueueLimits& limits, std::u
     hdr.wr_id = wr.wr_id;
     hdr.opcode = static_cast<std::uint32_t>(wr.opcode);
     hdr.send_flags = flags;
+    // The target's SRQ; the kernel only passes it on (the target checks it).
+    if (limits.qp_type == IBV_QPT_XRC_SEND)
+        hdr.remote_srqn = wr.qp_type.xrc.remote_srqn;
     if (wr.opcode == IBV_WR_SEND_WITH_INV || wr.opcode == IBV_WR_LOCAL_INV) {
         hdr.ex.invalidate_rkey = wr.invalidate_rkey;
     } else {

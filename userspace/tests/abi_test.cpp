@@ -61,6 +61,9 @@ std::vector<PrivateSymbol> declared_symbols() {
             SROCE_SYMBOL(ibv_cmd_modify_qp),
             SROCE_SYMBOL(ibv_cmd_query_qp),
             SROCE_SYMBOL(ibv_cmd_destroy_qp),
+            SROCE_SYMBOL(ibv_cmd_open_qp),
+            SROCE_SYMBOL(ibv_cmd_open_xrcd),
+            SROCE_SYMBOL(ibv_cmd_close_xrcd),
             SROCE_SYMBOL(ibv_cmd_attach_mcast),
             SROCE_SYMBOL(ibv_cmd_detach_mcast),
             SROCE_SYMBOL(ibv_cmd_create_srq_ex),
@@ -407,6 +410,40 @@ TEST_F(FakeContext, AllocPdWritesOurCommandWithTheDriverResponseAfterTheCore) {
     const auto core = read_as<ib_uverbs_alloc_pd>(bytes, sizeof(hdr));
     EXPECT_EQ(core.response, reinterpret_cast<std::uintptr_t>(resp.core()));
     EXPECT_EQ(pd.context, ibctx());
+}
+
+// verbs_xrcd as libibverbs fills it: the handle it reads back from the
+// response lands where close_xrcd (and XRC QP/SRQ creation) read it.
+TEST_F(FakeContext, OpenXrcdFillsOurVerbsXrcdAndCloseSendsItsHandle) {
+    verbs_cmd_open_xrcd cmd{};
+    ib_uverbs_open_xrcd_resp resp{};
+    resp.xrcd_handle = 0x5eed;
+    verbs_xrcd xrcd{};
+    ibv_xrcd_init_attr attr{};
+    attr.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    attr.fd = 42;
+    attr.oflags = O_CREAT;
+    ASSERT_EQ(ibv_cmd_open_xrcd(ibctx(), &xrcd, sizeof(xrcd), &attr, &cmd, sizeof(cmd), &resp,
+                                sizeof(resp)),
+              0);
+    auto bytes = pipe_.drain();
+    ASSERT_EQ(bytes.size(), sizeof(cmd));
+    const auto hdr = read_as<ib_uverbs_cmd_hdr>(bytes);
+    EXPECT_EQ(hdr.command, static_cast<std::uint32_t>(IB_USER_VERBS_CMD_OPEN_XRCD));
+    const auto core = read_as<ib_uverbs_open_xrcd>(bytes, sizeof(hdr));
+    EXPECT_EQ(core.fd, 42U);
+    EXPECT_EQ(core.oflags, static_cast<std::uint32_t>(O_CREAT));
+    EXPECT_EQ(xrcd.xrcd.context, ibctx());
+    EXPECT_EQ(xrcd.comp_mask, static_cast<std::uint32_t>(VERBS_XRCD_HANDLE));
+    EXPECT_EQ(xrcd.handle, 0x5eedU);
+
+    // The pipe accepts the command; only the handle sent matters here.
+    (void)ibv_cmd_close_xrcd(&xrcd);
+    bytes = pipe_.drain();
+    const auto close = read_as<ib_uverbs_close_xrcd>(bytes, sizeof(hdr));
+    EXPECT_EQ(read_as<ib_uverbs_cmd_hdr>(bytes).command,
+              static_cast<std::uint32_t>(IB_USER_VERBS_CMD_CLOSE_XRCD));
+    EXPECT_EQ(close.xrcd_handle, 0x5eedU);
 }
 
 TEST_F(FakeContext, CreateCqPassesDriverPayloadAfterTheCoreCommand) {

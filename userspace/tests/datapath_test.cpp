@@ -501,7 +501,10 @@ TEST(SendOps, WhatEachQpTypeOffers) {
     EXPECT_FALSE(send_ops_supported(IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ));
     EXPECT_TRUE(send_ops_supported(IBV_QPT_UD, IBV_QP_EX_WITH_SEND_WITH_IMM));
     EXPECT_FALSE(send_ops_supported(IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE));
-    EXPECT_FALSE(send_ops_supported(IBV_QPT_XRC_SEND, IBV_QP_EX_WITH_SEND));
+    EXPECT_TRUE(send_ops_supported(IBV_QPT_XRC_SEND,
+                                   IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_XRC_SEND, IBV_QP_EX_WITH_ATOMIC_WRITE));
+    EXPECT_FALSE(send_ops_supported(IBV_QPT_XRC_RECV, IBV_QP_EX_WITH_SEND));
 }
 
 TEST_F(FakeQp, AQpWithoutSendOpsIsNotExtended) {

@@ -77,9 +77,34 @@ TEST_F(SendEncoding, SendWithSges) {
 TEST_F(SendEncoding, ReservedFieldsAreZero) {
     ASSERT_EQ(encode(), 0);
     const auto d = decode_send(slot);
-    EXPECT_EQ(d.hdr.reserved, 0U);
+    EXPECT_EQ(d.hdr.remote_srqn, 0U);
     EXPECT_EQ(d.hdr.wr.atomic.reserved, 0U);
     EXPECT_EQ(d.hdr.wr.atomic.remote_addr, 0U) << "unused union members are zeroed";
+}
+
+TEST_F(SendEncoding, RcIgnoresTheXrcSrqNumber) {
+    wr.qp_type.xrc.remote_srqn = 0x123456;
+    ASSERT_EQ(encode(), 0);
+    EXPECT_EQ(decode_send(slot).hdr.remote_srqn, 0U);
+}
+
+TEST_F(SendEncoding, XrcCarriesTheRemoteSrqNumber) {
+    limits.qp_type = IBV_QPT_XRC_SEND;
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.qp_type.xrc.remote_srqn = 0x123456;
+    wr.wr.rdma.remote_addr = 0x1000;
+    wr.wr.rdma.rkey = 0x77;
+    ASSERT_EQ(encode(), 0);
+    const auto d = decode_send(slot);
+    EXPECT_EQ(d.hdr.remote_srqn, 0x123456U);
+    EXPECT_EQ(d.hdr.wr.rdma.rkey, 0x77U);
+}
+
+TEST_F(SendEncoding, XrcHasNoUdOrAtomicWrite) {
+    EXPECT_TRUE(opcode_supported(IBV_QPT_XRC_SEND, IBV_WR_ATOMIC_FETCH_AND_ADD));
+    EXPECT_TRUE(opcode_supported(IBV_QPT_XRC_SEND, IBV_WR_SEND_WITH_INV));
+    EXPECT_FALSE(opcode_supported(IBV_QPT_XRC_RECV, IBV_WR_SEND));
+    EXPECT_FALSE(opcode_supported(IBV_QPT_XRC_SEND, IBV_WR_ATOMIC_WRITE));
 }
 
 TEST_F(SendEncoding, ZeroSgeSend) {

@@ -68,7 +68,9 @@ struct sroce_sge {
  * Send WQE: a 64-byte header, then either num_sge struct sroce_sge or, with
  * IBV_SEND_INLINE, inline_len bytes of data. opcode is an
  * enum ib_uverbs_wr_opcode (== enum ibv_wr_opcode); send_flags are
- * enum ib_uverbs_send_flags (== enum ibv_send_flags) bits.
+ * enum ib_uverbs_send_flags (== enum ibv_send_flags) bits. remote_srqn is
+ * the SRQ number an XRC send QP's message is for (the XRCETH); other QP
+ * types leave it 0 (it was a reserved word before XRC: same layout).
  */
 struct sroce_send_wqe {
 	__aligned_u64 wr_id;
@@ -80,7 +82,7 @@ struct sroce_send_wqe {
 		__be32 imm_data;
 		__u32 invalidate_rkey;
 	} ex;
-	__u32 reserved;
+	__u32 remote_srqn;
 	union {
 		struct {
 			__aligned_u64 remote_addr;
