@@ -89,6 +89,10 @@ verify: $(READFLOODCHECK)
 QPSTATESCHECK := $(BUILD)/sroce-qp-states
 verify: $(QPSTATESCHECK)
 
+# ... the on-demand paging checker of tests/integration/odp.sh.
+ODPCHECK := $(BUILD)/sroce-odp
+verify: $(ODPCHECK)
+
 # ... the MPI program of tests/integration/mpi.sh (Open MPI's mpicc).
 MPICHECK := $(BUILD)/sroce-mpi
 verify: $(MPICHECK)
@@ -109,7 +113,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
-	$(FAULTCHECK) $(READFLOODCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(FAULTCHECK) $(READFLOODCHECK) $(ODPCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
