@@ -12,7 +12,8 @@
  *    WRITE there completes with IBV_WC_REM_ACCESS_ERR and the alias shows
  *    that nothing was written, as a write through a stale page would
  *  - a WRITE from an unmapped ODP source completes IBV_WC_LOC_PROT_ERR
- *  - dereg of the half-unmapped MR returns
+ *  - dereg of an MR while a WRITE into it is being faulted in, and of the
+ *    half-unmapped MR, return
  *
  * Prints "odp: N checks, F failures: PASS|FAIL"; exit 0 only on PASS.
  */
@@ -72,10 +73,10 @@ static void pair_free(struct pair *p)
 		;	/* flushed completions of the QPs just destroyed */
 }
 
-/* Post one RDMA op on @qp and return its completion status. */
-static enum ibv_wc_status rdma_op(struct ibv_qp *qp, enum ibv_wr_opcode op,
-				  void *local, uint32_t len, uint32_t lkey,
-				  uint64_t raddr, uint32_t rkey, uint64_t add)
+/* Post one signaled RDMA op on @qp. */
+static void post_op(struct ibv_qp *qp, enum ibv_wr_opcode op, void *local,
+		    uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		    uint64_t add)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = len,
 			       .lkey = lkey };
@@ -83,7 +84,6 @@ static enum ibv_wc_status rdma_op(struct ibv_qp *qp, enum ibv_wr_opcode op,
 		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	struct ibv_wc wc;
 
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wr.wr.atomic.remote_addr = raddr;
@@ -95,9 +95,24 @@ static enum ibv_wc_status rdma_op(struct ibv_qp *qp, enum ibv_wr_opcode op,
 	}
 	if (ibv_post_send(qp, &wr, &bad))
 		die("ibv_post_send");
+}
+
+static enum ibv_wc_status wait_op(void)
+{
+	struct ibv_wc wc;
+
 	if (!poll_cq(cq, &wc, TIMEOUT_MS))
-		fatal("no completion for opcode %d", op);
+		fatal("no completion");
 	return wc.status;
+}
+
+/* Post one RDMA op on @qp and return its completion status. */
+static enum ibv_wc_status rdma_op(struct ibv_qp *qp, enum ibv_wr_opcode op,
+				  void *local, uint32_t len, uint32_t lkey,
+				  uint64_t raddr, uint32_t rkey, uint64_t add)
+{
+	post_op(qp, op, local, len, lkey, raddr, rkey, add);
+	return wait_op();
 }
 
 static void check_caps(void)
@@ -134,7 +149,7 @@ int main(int argc, char **argv)
 {
 	const char *devname = NULL;
 	unsigned char *tgt, *alias, *src, *dst;
-	struct ibv_mr *tgt_mr, *src_mr, *dst_mr;
+	struct ibv_mr *tgt_mr, *src_mr, *dst_mr, *late_mr;
 	enum ibv_wc_status st;
 	uint64_t *word;
 	struct pair p;
@@ -236,6 +251,23 @@ int main(int argc, char **argv)
 	      ibv_wc_status_str(st));
 	bad = count_bad(alias, PAGE, 0x5a);
 	CHECK(!bad, "WRITE from unmapped ODP pages changed %d bytes", bad);
+	pair_free(&p);
+
+	/* dereg while a WRITE into untouched pages is being faulted in */
+	tgt = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tgt == MAP_FAILED)
+		die("mmap");
+	late_mr = ibv_reg_mr(pd, tgt, LEN, ODP_ACCESS);
+	if (!late_mr)
+		die("ibv_reg_mr ON_DEMAND");
+	p = pair_new();
+	post_op(p.req, IBV_WR_RDMA_WRITE, dst, LEN, dst_mr->lkey,
+		(uintptr_t)tgt, late_mr->rkey, 0);
+	CHECK(!ibv_dereg_mr(late_mr), "dereg during a fault");
+	st = wait_op();
+	CHECK(st == IBV_WC_SUCCESS || st == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE racing dereg: %s", ibv_wc_status_str(st));
 	pair_free(&p);
 
 	CHECK(!ibv_dereg_mr(tgt_mr), "dereg of the half-unmapped MR");
