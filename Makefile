@@ -92,6 +92,9 @@ verify: $(QPSTATESCHECK)
 # ... the XRC checker of tests/integration/xrc.sh.
 XRCCHECK := $(BUILD)/sroce-xrc
 verify: $(XRCCHECK)
+# ... the on-demand paging checker of tests/integration/odp.sh.
+ODPCHECK := $(BUILD)/sroce-odp
+verify: $(ODPCHECK)
 
 # ... the MPI program of tests/integration/mpi.sh (Open MPI's mpicc).
 MPICHECK := $(BUILD)/sroce-mpi
@@ -113,7 +116,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
-	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

@@ -610,6 +610,8 @@ static bool sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb,
 	err = sroce_sgl_write_skb(qp->sdev, qp->ibqp.pd, sroce_swqe_sgl(wqe),
 				  wqe->num_sge, offset, skb,
 				  sroce_pkt_payload_offset(skb), expect);
+	if (err == -EAGAIN)
+		return false;	/* ODP fault queued: the READ is sent again */
 	if (err) {
 		sroce_comp_fail(qp, psn, err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
 				IB_WC_LOC_PROT_ERR, n);
@@ -639,6 +641,8 @@ static bool sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb,
 	orig = sroce_atmack_orig(sroce_pkt_atmack(skb));
 	err = sroce_sgl_write(qp->sdev, qp->ibqp.pd, sroce_swqe_sgl(wqe),
 			      wqe->num_sge, 0, &orig, sizeof(orig));
+	if (err == -EAGAIN)
+		return false;	/* ODP fault queued: answered again later */
 	if (err) {
 		sroce_comp_fail(qp, psn, err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
 				IB_WC_LOC_PROT_ERR, n);

@@ -17,6 +17,7 @@
 #include "sroce.h"
 #include "net.h"
 #include "mr.h"
+#include "odp.h"
 
 #define SROCE_MR_INDEX_BITS	24
 #define SROCE_MR_INDEX_MAX	(BIT(SROCE_MR_INDEX_BITS) - 1)
@@ -25,12 +26,14 @@
 /*
  * Access flags a registration may ask for; the rest are refused. FLUSH
  * to global visibility where the core lets MRs ask for it (compat.h);
- * never persistence: sroce's memory is ordinary RAM.
+ * never persistence: sroce's memory is ordinary RAM. On-demand paging
+ * (odp.c), with huge pages when the memory is hugetlbfs.
  */
 #define SROCE_MR_ACCESS_SUPPORTED \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 	 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING | \
+	 IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB | \
 	 (SROCE_HAVE_FLUSH_ACCESS ? SROCE_ACCESS_FLUSH_GLOBAL : 0))
 
 void sroce_mr_table_init(struct sroce_dev *sdev)
@@ -321,14 +324,18 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	return 0;
 }
 
-/* A user MR with its pages pinned, not yet in the key table. */
+/*
+ * A user MR with its pages pinned (or, on demand, an ODP MR with none
+ * mapped yet), not yet in the key table.
+ */
 static struct sroce_mr *sroce_mr_pin(struct ib_pd *ibpd, u64 start,
 				     u64 length, u64 iova, int access)
 {
 	struct sroce_mr *mr;
 	int err;
 
-	if (access & ~SROCE_MR_ACCESS_SUPPORTED)
+	if (access & ~SROCE_MR_ACCESS_SUPPORTED ||
+	    (access & IB_ACCESS_HUGETLB && !(access & IB_ACCESS_ON_DEMAND)))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > SROCE_MAX_MR_SIZE)
 		return ERR_PTR(-EINVAL);
@@ -339,6 +346,13 @@ static struct sroce_mr *sroce_mr_pin(struct ib_pd *ibpd, u64 start,
 	mr->iova = iova;
 	mr->length = length;
 
+	if (access & IB_ACCESS_ON_DEMAND) {
+		mr->type = SROCE_MR_ODP;
+		err = sroce_odp_init(mr, start, length, access);
+		if (err)
+			goto err_free;
+		return mr;
+	}
 	/* Pins and charges RLIMIT_MEMLOCK (pinned_vm) for us. */
 	mr->umem = ib_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
@@ -400,7 +414,7 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	unsigned long irqflags;
 	void *prev;
 
-	if (old->type != SROCE_MR_USER)
+	if (old->type != SROCE_MR_USER && old->type != SROCE_MR_ODP)
 		return ERR_PTR(-EINVAL);
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->umem->address;
@@ -520,6 +534,8 @@ struct sroce_mr *sroce_mr_get_whole(struct sroce_dev *sdev, struct ib_pd *pd,
 static struct page *sroce_mr_page(const struct sroce_mr *mr, u64 iova,
 				  unsigned int *off)
 {
+	if (mr->type == SROCE_MR_ODP)
+		return sroce_odp_page(mr, iova, off);
 	if (mr->type == SROCE_MR_USER) {
 		u64 byte = iova - mr->iova + mr->page_offset;
 
@@ -568,7 +584,8 @@ static int sroce_mr_chunk(const struct sroce_mr *mr, u64 iova, u32 len,
 	return 0;
 }
 
-int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len)
+static int sroce_mr_read_locked(struct sroce_mr *mr, u64 iova, void *dst,
+				u32 len)
 {
 	struct sroce_mr_chunk c;
 	void *va;
@@ -586,7 +603,8 @@ int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len)
 	return 0;
 }
 
-int sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len)
+static int sroce_mr_write_locked(struct sroce_mr *mr, u64 iova,
+				 const void *src, u32 len)
 {
 	struct sroce_mr_chunk c;
 	void *va;
@@ -604,8 +622,9 @@ int sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len)
 	return 0;
 }
 
-int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
-		       const struct sk_buff *skb, int skb_off, u32 len)
+static int sroce_mr_write_skb_locked(struct sroce_mr *mr, u64 iova,
+				     const struct sk_buff *skb, int skb_off,
+				     u32 len)
 {
 	struct sroce_mr_chunk c;
 	void *va;
@@ -642,6 +661,8 @@ static unsigned int sroce_mr_frags(const struct sroce_mr *mr, u64 iova,
 
 	if (!len)
 		return 0;
+	if (mr->type == SROCE_MR_ODP)
+		return MAX_SKB_FRAGS;	/* copied: see sroce_mr_append_skb() */
 	if (mr->type == SROCE_MR_USER)
 		return ((start + len - 1) >> PAGE_SHIFT) -
 		       (start >> PAGE_SHIFT) + 1;
@@ -655,8 +676,8 @@ static unsigned int sroce_mr_frags(const struct sroce_mr *mr, u64 iova,
 	return n;
 }
 
-int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
-			u32 len, bool zcopy)
+static int sroce_mr_append_skb_locked(struct sroce_mr *mr, u64 iova,
+				      struct sk_buff *skb, u32 len, bool zcopy)
 {
 	struct sroce_mr_chunk c;
 	void *va;
@@ -682,8 +703,9 @@ int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 	return 0;
 }
 
-int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
-		    u64 compare_add, u64 swap, u64 *orig)
+static int sroce_mr_atomic_locked(struct sroce_mr *mr, u64 iova,
+				  bool cmp_swap, u64 compare_add, u64 swap,
+				  u64 *orig)
 {
 	struct sroce_mr_chunk c;
 	atomic64_t *p;
@@ -701,7 +723,8 @@ int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
 	return 0;
 }
 
-int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value)
+static int sroce_mr_atomic_write_locked(struct sroce_mr *mr, u64 iova,
+					u64 value)
 {
 	struct sroce_mr_chunk c;
 	void *va;
@@ -713,6 +736,112 @@ int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value)
 	smp_store_release((u64 *)(va + c.off), value);
 	kunmap_local(va);
 	return 0;
+}
+
+/*
+ * Around every copy: an ODP MR's pages must be mapped before and stay
+ * mapped until the copy is done (odp.h).
+ */
+static int sroce_mr_begin(struct sroce_mr *mr, u64 iova, u32 len, bool write,
+			  unsigned long *flags)
+{
+	if (mr->type != SROCE_MR_ODP)
+		return 0;
+	return sroce_odp_lock(mr, iova, len, write, flags);
+}
+
+static void sroce_mr_end(struct sroce_mr *mr, unsigned long flags)
+{
+	if (mr->type == SROCE_MR_ODP)
+		sroce_odp_unlock(mr, flags);
+}
+
+int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, len, write, &flags);
+
+	if (!err)
+		sroce_mr_end(mr, flags);
+	return err;
+}
+
+int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, len, false, &flags);
+
+	if (err)
+		return err;
+	err = sroce_mr_read_locked(mr, iova, dst, len);
+	sroce_mr_end(mr, flags);
+	return err;
+}
+
+int sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, len, true, &flags);
+
+	if (err)
+		return err;
+	err = sroce_mr_write_locked(mr, iova, src, len);
+	sroce_mr_end(mr, flags);
+	return err;
+}
+
+int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
+		       const struct sk_buff *skb, int skb_off, u32 len)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, len, true, &flags);
+
+	if (err)
+		return err;
+	err = sroce_mr_write_skb_locked(mr, iova, skb, skb_off, len);
+	sroce_mr_end(mr, flags);
+	return err;
+}
+
+/* ODP pages are copied: a page reference would outlive its mapping. */
+int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
+			u32 len, bool zcopy)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, len, false, &flags);
+
+	if (err)
+		return err;
+	err = sroce_mr_append_skb_locked(mr, iova, skb, len,
+					 zcopy && mr->type != SROCE_MR_ODP);
+	sroce_mr_end(mr, flags);
+	return err;
+}
+
+int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare_add, u64 swap, u64 *orig)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, sizeof(u64), true, &flags);
+
+	if (err)
+		return err;
+	err = sroce_mr_atomic_locked(mr, iova, cmp_swap, compare_add, swap,
+				     orig);
+	sroce_mr_end(mr, flags);
+	return err;
+}
+
+int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value)
+{
+	unsigned long flags;
+	int err = sroce_mr_begin(mr, iova, sizeof(u64), true, &flags);
+
+	if (err)
+		return err;
+	err = sroce_mr_atomic_write_locked(mr, iova, value);
+	sroce_mr_end(mr, flags);
+	return err;
 }
 
 int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge)
@@ -774,7 +903,7 @@ static int sroce_sgl_write_skb_fn(struct sroce_mr *mr, u64 addr, u32 len,
 	int err = sroce_mr_write_skb(mr, addr, c->skb, c->off, len);
 
 	c->off += len;
-	return err ? -EACCES : 0;
+	return err == -EAGAIN ? err : err ? -EACCES : 0;
 }
 
 int sroce_sgl_write_skb(struct sroce_dev *sdev, struct ib_pd *pd,
@@ -794,9 +923,10 @@ static int sroce_sgl_write_fn(struct sroce_mr *mr, u64 addr, u32 len,
 			      void *ctx)
 {
 	const u8 **src = ctx;
+	int err = sroce_mr_write(mr, addr, *src, len);
 
-	if (sroce_mr_write(mr, addr, *src, len))
-		return -EACCES;
+	if (err)
+		return err == -EAGAIN ? err : -EACCES;
 	*src += len;
 	return 0;
 }
@@ -816,6 +946,23 @@ static int sroce_sgl_append_fn(struct sroce_mr *mr, u64 addr, u32 len,
 	int err = sroce_mr_append_skb(mr, addr, c->skb, len, c->zcopy);
 
 	return err == -EFAULT ? -EACCES : err;
+}
+
+static int sroce_sgl_ready_fn(struct sroce_mr *mr, u64 addr, u32 len,
+			      void *ctx)
+{
+	int write = *(int *)ctx & IB_ACCESS_LOCAL_WRITE;
+	int err = sroce_mr_ready(mr, addr, len, write);
+
+	return err == -EFAULT ? -EACCES : err;
+}
+
+int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sgl, u32 num_sge, u32 len,
+		    int access)
+{
+	return sroce_sgl_walk(sdev, pd, sgl, num_sge, 0, len, access,
+			      sroce_sgl_ready_fn, &access);
 }
 
 int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,

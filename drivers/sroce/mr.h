@@ -25,6 +25,7 @@
 #include <linux/completion.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
@@ -41,11 +42,36 @@ enum sroce_mr_type {
 	SROCE_MR_USER,		/* ib_umem pages */
 	SROCE_MR_DMA,		/* all kernel memory, iova == kernel address */
 	SROCE_MR_FAST,		/* page list of kernel addresses, REG_MR/INV */
+	SROCE_MR_ODP,		/* ib_umem_odp: pages mapped on demand */
 };
 
 enum sroce_mr_state {
 	SROCE_MR_VALID,
 	SROCE_MR_INVALID,	/* a fast-registration MR not registered */
+};
+
+/* The state of an ODP MR (odp.c, odp.h). */
+struct sroce_odp {
+	/*
+	 * Read side: copies, across the check that their pages are mapped
+	 * and the copy. Write side: the MMU notifier, under umem_mutex too,
+	 * while it unmaps pages. Faults map pages under umem_mutex alone:
+	 * an entry of dma_list changes from unmapped to mapped in one store.
+	 */
+	rwlock_t lock;
+	/*
+	 * Under fault_lock: the user range copies found missing, for the
+	 * fault work (empty when start == end; queued while it is waiting),
+	 * and the range the last fault could not map (bad_*, empty when
+	 * equal), which the next copy needing it consumes.
+	 */
+	u64 fault_start, fault_end;
+	bool fault_write;
+	bool fault_queued;
+	u64 bad_start, bad_end;
+	spinlock_t fault_lock;	/* the five fields above */
+	/* holds an MR reference while queued or running */
+	struct work_struct fault_work;
 };
 
 struct sroce_mr {
@@ -82,6 +108,8 @@ struct sroce_mr {
 	u32 fast_npages;	/* mapped by the last map_mr_sg */
 	u32 fast_offset;	/* of the first byte in fast_pages[0] */
 	unsigned int fast_shift; /* log2 of the page size */
+
+	struct sroce_odp odp;	/* SROCE_MR_ODP */
 
 	/*
 	 * Lifetime: the xarray holds the initial reference. A lookup under
@@ -207,7 +235,9 @@ struct sroce_mr *sroce_mr_get_whole(struct sroce_dev *sdev, struct ib_pd *pd,
 
 /*
  * Copy between a kernel buffer and [iova, iova + len) of a looked-up MR.
- * -EFAULT: a DMA MR address that maps no memory.
+ * -EFAULT: a DMA MR address that maps no memory, or ODP memory that
+ * could not be faulted in; -EAGAIN: ODP pages are being faulted in, retry
+ * later (odp.h). The same two for every copy below.
  */
 int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len);
 int sroce_mr_write(struct sroce_mr *mr, u64 iova, const void *src, u32 len);
@@ -246,8 +276,10 @@ int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value);
  * Scatter/gather lists (validated kernel copies of WQE SGEs). Byte
  * @offset of the list is where the transfer starts. Each SGE's lkey is
  * looked up in @pd with @access. Return 0, -EACCES (bad lkey, wrong PD,
- * missing access or out of the MR: IB_WC_LOC_PROT_ERR) or -EMSGSIZE (the
- * list is shorter than offset + len: IB_WC_LOC_LEN_ERR).
+ * missing access or out of the MR: IB_WC_LOC_PROT_ERR), -EMSGSIZE (the
+ * list is shorter than offset + len: IB_WC_LOC_LEN_ERR) or -EAGAIN (ODP
+ * pages are being faulted in: nothing was copied from the SGE that needs
+ * them on, retry later).
  */
 int sroce_sgl_write_skb(struct sroce_dev *sdev, struct ib_pd *pd,
 			const struct sroce_sge *sgl, u32 num_sge, u32 offset,
@@ -266,6 +298,17 @@ int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
 int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
 		    u32 len);
+
+/*
+ * Are the ODP pages of [iova, iova + len) (a whole SGE list) mapped for
+ * @write? 0, -EAGAIN (a fault is queued) or -EFAULT (-EACCES for a list);
+ * always 0 for other MRs. A check ahead of an access that should not find
+ * them missing later (a READ, an atomic's result).
+ */
+int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
+int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sgl, u32 num_sge, u32 len,
+		    int access);
 
 /* Sum of SGE lengths, or -EMSGSIZE beyond 2^31 (the IB message limit). */
 int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);

@@ -15,6 +15,7 @@
 #include "qp.h"
 #include "cq.h"
 #include "mr.h"
+#include "odp.h"
 #include "ah.h"
 #include "psn.h"
 #include "srq.h"
@@ -486,10 +487,14 @@ static u32 sroce_timeout_jiffies(u8 timeout)
 /*
  * ib_cm (6.2 on) grants a QP both FLUSH bits whenever the device offers
  * any FLUSH: take both; no MR ever grants FLUSH_PERSISTENT (mr.c).
+ * ON_DEMAND is an MR's property, meaningless on a QP; consumers that pass
+ * their MRs' access flags to their QPs (rdma-core's ODP tests) get it
+ * ignored, as on other devices offering ODP.
  */
 #define SROCE_QP_ACCESS_MASK \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 	 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+	 IB_ACCESS_ON_DEMAND | \
 	 (SROCE_HAVE_FLUSH_ACCESS ? SROCE_ACCESS_FLUSH_GLOBAL | \
 	  SROCE_ACCESS_FLUSH_PERSISTENT : 0))
 
@@ -1070,6 +1075,7 @@ const struct ib_device_ops sroce_transport_ops = {
 	.dealloc_mw = sroce_dealloc_mw,
 	.alloc_mr = sroce_alloc_mr,
 	.map_mr_sg = sroce_map_mr_sg,
+	.advise_mr = sroce_advise_mr,
 
 	.create_srq = sroce_create_srq,
 	.modify_srq = sroce_modify_srq,

@@ -694,6 +694,7 @@ enum sroce_req_verdict {
 	SROCE_REQ_PACKET,	/* *skbp is a packet to send */
 	SROCE_REQ_LOCAL,	/* a local WQE ran: go on, no packet */
 	SROCE_REQ_NOMEM,	/* no memory for the next packet: retry soon */
+	SROCE_REQ_FAULT,	/* ODP pages being faulted in: retry soon */
 };
 
 /* May the WQE at req.cur start now? (RC ordering rules) */
@@ -726,6 +727,26 @@ static void sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	req->offset = 0;
 	if (sroce_qp_is_rc(qp))
 		req->psn_max = sroce_psn_next(wqe->last_psn);
+}
+
+/*
+ * Are the ODP pages a READ or atomic will place its response in mapped?
+ * Checked before it starts, so that the response rarely finds them
+ * missing (the completer then drops it and the READ is sent again).
+ */
+static int sroce_req_ready(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	u32 len;
+
+	if (wqe->opcode == IB_WR_RDMA_READ)
+		len = wqe->length;
+	else if (wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		 wqe->opcode == IB_WR_ATOMIC_FETCH_AND_ADD)
+		len = sizeof(u64);
+	else
+		return 0;
+	return sroce_sgl_ready(qp->sdev, qp->ibqp.pd, sroce_swqe_sgl(wqe),
+			       wqe->num_sge, len, IB_ACCESS_LOCAL_WRITE);
 }
 
 /* A WQE failed while being sent: it completes with @status in order. */
@@ -844,6 +865,14 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	if (wqe->state == SROCE_SWQE_QUEUED) {
 		if (!sroce_req_may_start(qp, wqe))
 			return SROCE_REQ_STOP;
+		err = sroce_req_ready(qp, wqe);
+		if (err == -EAGAIN)
+			return SROCE_REQ_FAULT;
+		if (err) {
+			sroce_req_fail(qp, wqe, err == -EMSGSIZE ?
+				       IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR, n);
+			return SROCE_REQ_STOP;
+		}
 		sroce_req_start(qp, wqe, mtu);
 	}
 	if (sroce_qp_is_ud(qp)) {
@@ -882,6 +911,8 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	err = sroce_req_alloc(qp, wqe, &p, skbp);
 	if (err == -ENOMEM)
 		return SROCE_REQ_NOMEM;
+	if (err == -EAGAIN)
+		return SROCE_REQ_FAULT;
 	if (err) {
 		sroce_req_fail(qp, wqe, err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
 			       IB_WC_LOC_PROT_ERR, n);
@@ -981,10 +1012,10 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 		v = sroce_req_one(qp, ud_av, &skb, n);
 		if (v == SROCE_REQ_LOCAL)
 			continue;
-		if (v == SROCE_REQ_NOMEM) {
+		if (v == SROCE_REQ_NOMEM)
 			sroce_req_count(qp, SROCE_REQ_ALLOC_FAILURES);
+		if (v == SROCE_REQ_NOMEM || v == SROCE_REQ_FAULT)
 			sroce_comp_arm_alloc_retry(qp);
-		}
 		if (v != SROCE_REQ_PACKET)
 			break;
 		sroce_req_charge(qp, skb);

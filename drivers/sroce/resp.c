@@ -47,7 +47,9 @@
 enum resp_status {
 	RESP_OK,		/* accepted: ACK by the coalescing rules */
 	RESP_REPLIED,		/* accepted: READ/atomic reply described */
-	RESP_RNR,		/* no receive WQE: RNR NAK, nothing changed */
+	RESP_RNR,		/* no receive WQE or ODP pages missing (a fault
+				 * is queued): RNR NAK, nothing changed
+				 */
 	RESP_ERR_INV_REQ,	/* class C: NAK invalid request */
 	RESP_ERR_ACCESS,	/* class C: NAK remote access error */
 	RESP_ERR_LEN,		/* message longer than the receive WQE */
@@ -234,6 +236,8 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 		err = sroce_sgl_write_skb(qp->sdev, resp_pd(qp), rs->wqe->sge,
 					  rs->wqe->num_sge, rs->msg_offset, skb,
 					  sroce_pkt_payload_offset(skb), len);
+		if (err == -EAGAIN)
+			return RESP_RNR;	/* ODP fault queued */
 		if (err == -EMSGSIZE)
 			return RESP_ERR_LEN;
 		if (err)
@@ -262,16 +266,22 @@ static enum resp_status resp_send(struct sroce_qp *qp, struct sk_buff *skb)
 
 /* ---- RDMA WRITE ---- */
 
-/* Does @rkey grant @access to [va, va + len) in the QP's PD? */
-static bool resp_rkey_ok(struct sroce_qp *qp, u32 rkey, u64 va, u32 len,
-			 int access)
+/*
+ * Does @rkey grant @access to [va, va + len) in the QP's PD, with its ODP
+ * pages mapped? RESP_RNR while they are faulted in (odp.h).
+ */
+static enum resp_status resp_rkey_check(struct sroce_qp *qp, u32 rkey, u64 va,
+					u32 len, int access)
 {
 	struct sroce_mr *mr;
+	int err;
 
 	mr = resp_rkey_get(qp, rkey, va, len, access);
-	if (mr)
-		sroce_mr_put(mr);
-	return mr;
+	if (!mr)
+		return RESP_ERR_ACCESS;
+	err = sroce_mr_ready(mr, va, len, access & IB_ACCESS_REMOTE_WRITE);
+	sroce_mr_put(mr);
+	return err == -EAGAIN ? RESP_RNR : err ? RESP_ERR_ACCESS : RESP_OK;
 }
 
 /* The first packet of a WRITE: validate the RETH and the rkey. */
@@ -283,6 +293,7 @@ static enum resp_status resp_write_start(struct sroce_qp *qp,
 	struct sroce_reth *reth = sroce_pkt_reth(skb);
 	u32 dlen = sroce_reth_len(reth);
 	u64 va = sroce_reth_va(reth);
+	enum resp_status st;
 
 	if (pkt->flags & SROCE_OPF_LAST) {
 		if (pkt->payload_len != dlen)
@@ -293,9 +304,12 @@ static enum resp_status resp_write_start(struct sroce_qp *qp,
 	if (dlen > SROCE_MAX_MSG_SIZE)
 		return RESP_ERR_INV_REQ;
 	/* A zero-length WRITE carries no valid VA or rkey (IBTA 9.4.3). */
-	if (dlen && !resp_rkey_ok(qp, sroce_reth_rkey(reth), va, dlen,
-				  IB_ACCESS_REMOTE_WRITE))
-		return RESP_ERR_ACCESS;
+	if (dlen) {
+		st = resp_rkey_check(qp, sroce_reth_rkey(reth), va, dlen,
+				     IB_ACCESS_REMOTE_WRITE);
+		if (st != RESP_OK)
+			return st;
+	}
 	rs->write_rkey = sroce_reth_rkey(reth);
 	rs->write_va = va;
 	rs->write_resid = dlen;
@@ -337,7 +351,7 @@ static enum resp_status resp_write(struct sroce_qp *qp, struct sk_buff *skb)
 					 sroce_pkt_payload_offset(skb), len);
 		sroce_mr_put(mr);
 		if (err)
-			return RESP_ERR_ACCESS;
+			return err == -EAGAIN ? RESP_RNR : RESP_ERR_ACCESS;
 		rs->write_va += len;
 		rs->write_resid -= len;
 	}
@@ -422,6 +436,7 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 	u32 psn = sroce_pkt_c(skb)->psn, dlen = sroce_reth_len(reth);
 	u64 va = sroce_reth_va(reth);
 	struct sroce_resp_res *res;
+	enum resp_status st;
 	u32 npkts;
 
 	if (!resp_res_available(rs) ||
@@ -429,9 +444,12 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 	    dlen > SROCE_MAX_MSG_SIZE)
 		return RESP_ERR_INV_REQ;
 	/* checked now; looked up again when the responses are sent */
-	if (dlen && !resp_rkey_ok(qp, sroce_reth_rkey(reth), va, dlen,
-				  IB_ACCESS_REMOTE_READ))
-		return RESP_ERR_ACCESS;
+	if (dlen) {
+		st = resp_rkey_check(qp, sroce_reth_rkey(reth), va, dlen,
+				     IB_ACCESS_REMOTE_READ);
+		if (st != RESP_OK)
+			return st;
+	}
 	npkts = resp_read_packets(dlen, sroce_qp_mtu(qp));
 
 	res = resp_res_claim(rs, r);
@@ -494,7 +512,7 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 			      sroce_atmeth_swap_add(a), &orig);
 	sroce_mr_put(mr);
 	if (err)
-		return RESP_ERR_ACCESS;
+		return err == -EAGAIN ? RESP_RNR : RESP_ERR_ACCESS;
 
 	res = resp_res_claim(rs, r);
 	res->type = SROCE_RES_ATOMIC;
@@ -568,7 +586,7 @@ static enum resp_status resp_atomic_write(struct sroce_qp *qp,
 		err = sroce_mr_atomic_write(mr, va, value);
 	sroce_mr_put(mr);
 	if (err)
-		return RESP_ERR_ACCESS;
+		return err == -EAGAIN ? RESP_RNR : RESP_ERR_ACCESS;
 	return resp_placement_done(qp, pkt->psn, r);
 }
 
@@ -903,6 +921,8 @@ static bool resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 					  rs->wqe->num_sge, SROCE_GRH_LEN, skb,
 					  sroce_pkt_payload_offset(skb),
 					  pkt->payload_len);
+	if (err == -EAGAIN)
+		goto drop;	/* ODP fault queued; UD may drop */
 	if (err) {
 		/* the consumer posted a buffer it may not write */
 		resp_complete(qp, NULL, IB_WC_LOC_PROT_ERR, SROCE_WC_RECV, 0);

@@ -42,6 +42,12 @@ static enum ib_mtu sroce_active_mtu(const struct net_device *ndev)
 	return mtu ? mtu : IB_MTU_256;
 }
 
+#define SROCE_ODP_CAPS_UC \
+	(IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV | IB_ODP_SUPPORT_WRITE | \
+	 IB_ODP_SUPPORT_SRQ_RECV)
+#define SROCE_ODP_CAPS_RC \
+	(SROCE_ODP_CAPS_UC | IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC)
+
 /*
  * Features appear in device_cap_flags/atomic_cap/max_srq/... only once
  * they are implemented; the numeric limits are the transport's design
@@ -81,7 +87,21 @@ static int sroce_query_device(struct ib_device *ibdev,
 				    (SROCE_HAVE_FLUSH_ACCESS ?
 				     SROCE_DEVICE_FLUSH_GLOBAL : 0),
 		.max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES,
-		.kernel_cap_flags = IBK_ALLOW_USER_UNREG,
+		.kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING,
+		/*
+		 * ODP MRs (odp.c) for every access of RC and UC; UD sends
+		 * only: a UD receive that finds its ODP pages missing is
+		 * dropped (RC answers RNR NAK and the peer retries).
+		 * Explicit MRs only, no implicit (whole address space) one.
+		 */
+		.odp_caps = {
+			.general_caps = IB_ODP_SUPPORT,
+			.per_transport_caps = {
+				.rc_odp_caps = SROCE_ODP_CAPS_RC,
+				.uc_odp_caps = SROCE_ODP_CAPS_UC,
+				.ud_odp_caps = IB_ODP_SUPPORT_SEND,
+			},
+		},
 		.max_send_sge = SROCE_MAX_SGE,
 		.max_recv_sge = SROCE_MAX_SGE,
 		.max_sge_rd = SROCE_MAX_SGE,

@@ -13,6 +13,7 @@ namespace {
 
 constexpr verbs_context_ops make_context_ops() noexcept {
     verbs_context_ops ops{};
+    ops.advise_mr = advise_mr;
     ops.alloc_mw = alloc_mw;
     ops.alloc_parent_domain = alloc_parent_domain;
     ops.alloc_pd = alloc_pd;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // Memory regions, memory windows, address handles and multicast
-// attach/detach: plain uverbs commands; the kernel pins memory, keeps the
+// attach/detach: plain uverbs commands; the kernel pins memory (or maps it
+// on demand: ODP, with ibv_advise_mr prefetch), keeps the
 // keys, resolves addresses and keeps the groups. Windows are bound through
 // the send queue (qp.cpp, wqe.cpp).
 #include "provider.h"
@@ -38,6 +39,12 @@ int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, std::size_t lengt
     return ibv_cmd_rereg_mr(vmr, static_cast<std::uint32_t>(flags), addr, length,
                             reinterpret_cast<std::uintptr_t>(addr), access, pd, &cmd, sizeof(cmd),
                             &resp, sizeof(resp));
+}
+
+// Prefetch of on-demand paging MRs: the kernel faults the pages in.
+int advise_mr(ibv_pd* pd, ib_uverbs_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+              std::uint32_t num_sge) noexcept {
+    return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
 }
 
 int dereg_mr(verbs_mr* vmr) noexcept {

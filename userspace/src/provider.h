@@ -204,6 +204,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
 int rereg_mr(verbs_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length,
              int access) noexcept;
 int dereg_mr(verbs_mr* mr) noexcept;
+int advise_mr(ibv_pd* pd, ib_uverbs_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+              std::uint32_t num_sge) noexcept;
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept;
 int dealloc_mw(ibv_mw* mw) noexcept;
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept;

@@ -160,7 +160,8 @@ struct verbs_mr {
 // ones (verbs_set_ops) and answers the rest with EOPNOTSUPP. Sorted by name,
 // as in rdma-core.
 struct verbs_context_ops {
-    UnusedOp advise_mr;
+    int (*advise_mr)(ibv_pd* pd, ib_uverbs_advise_mr_advice advice, std::uint32_t flags,
+                     ibv_sge* sg_list, std::uint32_t num_sges);
     UnusedOp alloc_dm;
     ibv_mw* (*alloc_mw)(ibv_pd* pd, ibv_mw_type type);
     UnusedOp alloc_null_mr;
@@ -313,6 +314,8 @@ int ibv_cmd_rereg_mr(verbs_mr* mr, std::uint32_t flags, void* addr, std::size_t 
                      std::uint64_t hca_va, int access, ibv_pd* pd, verbs_cmd_rereg_mr* cmd,
                      std::size_t cmd_size, ib_uverbs_rereg_mr_resp* resp, std::size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr* mr);
+int ibv_cmd_advise_mr(ibv_pd* pd, ib_uverbs_advise_mr_advice advice, std::uint32_t flags,
+                      ibv_sge* sg_list, std::uint32_t num_sge);
 int ibv_cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, verbs_cmd_alloc_mw* cmd,
                      std::size_t cmd_size, ib_uverbs_alloc_mw_resp* resp, std::size_t resp_size);
 int ibv_cmd_dealloc_mw(ibv_mw* mw);
@@ -420,6 +423,7 @@ static_assert(sizeof(verbs_mr) == sizeof(ibv_mr) + 8);
 
 // 76 operations, all pointer-sized, no padding.
 static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void*));
+static_assert(offsetof(verbs_context_ops, advise_mr) == 0);
 static_assert(offsetof(verbs_context_ops, alloc_mw) == 2 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, alloc_pd) == 5 * sizeof(void*));
 static_assert(offsetof(verbs_context_ops, bind_mw) == 10 * sizeof(void*));

@@ -52,6 +52,7 @@ std::vector<PrivateSymbol> declared_symbols() {
             SROCE_SYMBOL(ibv_cmd_dealloc_pd),
             SROCE_SYMBOL(ibv_cmd_reg_mr),
             SROCE_SYMBOL(ibv_cmd_dereg_mr),
+            SROCE_SYMBOL(ibv_cmd_advise_mr),
             SROCE_SYMBOL(ibv_cmd_create_cq),
             SROCE_SYMBOL(ibv_cmd_create_cq_ex),
             SROCE_SYMBOL(ibv_cmd_resize_cq),

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * On-demand paging MRs (IB_ACCESS_ON_DEMAND): user memory that is not
+ * pinned. ib_umem_odp keeps the pages mapped so far (dma_list; an sroce
+ * device has no DMA device, so an entry is the page's kernel address with
+ * the ODP_*_ALLOWED_BIT permission bits) and calls sroce back through an
+ * MMU interval notifier when the application unmaps or changes them.
+ *
+ * Copies run in softirq context or under spinlocks and cannot fault, so a
+ * copy takes the MR's ODP lock for reading, checks that every page it
+ * touches is mapped with the permission it needs, and copies; the notifier
+ * unmaps under the same lock taken for writing, so a page stays where it
+ * is until the copies using it are done. A copy finding a page missing
+ * copies nothing: it queues a fault of its range on a work item, which
+ * may sleep, and its caller retries later (the requester after a short
+ * timer, the responder by an RNR NAK that makes the peer retry, the
+ * completer by dropping the response so that the READ is sent again). A
+ * fault that cannot map the range (the memory is gone or read-only) is
+ * remembered, and the next copy finding a page of it missing fails with
+ * -EFAULT, which becomes the usual protection or remote access error.
+ */
+#ifndef SROCE_ODP_H
+#define SROCE_ODP_H
+
+#include <linux/types.h>
+#include <rdma/ib_verbs.h>
+
+struct sroce_mr;
+
+/* Pin nothing: attach an ODP umem of [start, start + length) to @mr. */
+int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access);
+
+/*
+ * Before a copy of [iova, iova + len) of an ODP MR: 0 with the ODP lock
+ * held for reading (release it with sroce_odp_unlock()), -EAGAIN when a
+ * page is missing (a fault is queued), -EFAULT when a fault of that page
+ * failed. Any context.
+ */
+int sroce_odp_lock(struct sroce_mr *mr, u64 iova, u64 len, bool write,
+		   unsigned long *flags);
+void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags);
+
+/* The page holding @iova and the offset in it; ODP lock held. */
+struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,
+			    unsigned int *off);
+
+/* ibv_advise_mr(): prefetch (fault in) SGE ranges of ODP MRs. */
+int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
+
+#endif /* SROCE_ODP_H */

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * On-demand paging MRs, what rdma-core's suite does not check: two RC QPs
+ * of one device connected to each other (through lo), the target an ODP MR
+ * over a memfd mapping whose pages are also mapped a second time (the
+ * alias), so every byte the device places is seen through the alias.
+ *
+ *  - the capabilities: ODP reported, RC with every operation, no implicit
+ *  - WRITE into pages never touched (faulted in on demand), READ back into
+ *    an untouched ODP buffer, FETCH_AND_ADD: data checked on both sides
+ *  - munmap of the MR's second half (the alias keeps the pages alive): a
+ *    WRITE there completes with IBV_WC_REM_ACCESS_ERR and the alias shows
+ *    that nothing was written, as a write through a stale page would
+ *  - a WRITE from an unmapped ODP source completes IBV_WC_LOC_PROT_ERR
+ *  - dereg of an MR while a WRITE into it is being faulted in, and of the
+ *    half-unmapped MR, return
+ *
+ * Prints "odp: N checks, F failures: PASS|FAIL"; exit 0 only on PASS.
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define PAGE		4096
+#define NPAGES		16
+#define LEN		(NPAGES * PAGE)
+#define HALF		(LEN / 2)
+#define TIMEOUT_MS	30000
+
+#define ODP_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+		    IBV_ACCESS_ON_DEMAND)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static int gidx;
+
+/* a connected pair: req sends, tgt is the target */
+struct pair {
+	struct ibv_qp *req, *tgt;
+};
+
+static struct pair pair_new(void)
+{
+	union ibv_gid gid = query_gid(ctx, gidx);
+	struct pair p;
+	struct qp_path path = { .sgid_index = gidx, .dgid = gid };
+
+	p.req = create_qp(pd, IBV_QPT_RC, cq, NULL, 4, 4, 0);
+	p.tgt = create_qp(pd, IBV_QPT_RC, cq, NULL, 4, 4,
+			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC);
+	path.dqpn = p.tgt->qp_num;
+	connect_qp(p.req, &path);
+	path.dqpn = p.req->qp_num;
+	connect_qp(p.tgt, &path);
+	return p;
+}
+
+static void pair_free(struct pair *p)
+{
+	struct ibv_wc wc;
+
+	ibv_destroy_qp(p->req);
+	ibv_destroy_qp(p->tgt);
+	while (ibv_poll_cq(cq, 1, &wc) > 0)
+		;	/* flushed completions of the QPs just destroyed */
+}
+
+/* Post one signaled RDMA op on @qp. */
+static void post_op(struct ibv_qp *qp, enum ibv_wr_opcode op, void *local,
+		    uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		    uint64_t add)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = len,
+			       .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = add;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	if (ibv_post_send(qp, &wr, &bad))
+		die("ibv_post_send");
+}
+
+static enum ibv_wc_status wait_op(void)
+{
+	struct ibv_wc wc;
+
+	if (!poll_cq(cq, &wc, TIMEOUT_MS))
+		fatal("no completion");
+	return wc.status;
+}
+
+/* Post one RDMA op on @qp and return its completion status. */
+static enum ibv_wc_status rdma_op(struct ibv_qp *qp, enum ibv_wr_opcode op,
+				  void *local, uint32_t len, uint32_t lkey,
+				  uint64_t raddr, uint32_t rkey, uint64_t add)
+{
+	post_op(qp, op, local, len, lkey, raddr, rkey, add);
+	return wait_op();
+}
+
+static void check_caps(void)
+{
+	struct ibv_device_attr_ex attr;
+	uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		      IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		      IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+
+	if (ibv_query_device_ex(ctx, NULL, &attr))
+		die("ibv_query_device_ex");
+	CHECK(attr.odp_caps.general_caps == IBV_ODP_SUPPORT,
+	      "general_caps 0x%llx, want IBV_ODP_SUPPORT alone",
+	      (unsigned long long)attr.odp_caps.general_caps);
+	CHECK(attr.odp_caps.per_transport_caps.rc_odp_caps == rc,
+	      "rc_odp_caps 0x%x, want 0x%x",
+	      attr.odp_caps.per_transport_caps.rc_odp_caps, rc);
+	CHECK(attr.odp_caps.per_transport_caps.ud_odp_caps ==
+	      IBV_ODP_SUPPORT_SEND, "ud_odp_caps 0x%x",
+	      attr.odp_caps.per_transport_caps.ud_odp_caps);
+}
+
+static int count_bad(const unsigned char *p, size_t len, unsigned char want)
+{
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; i < len; i++)
+		bad += p[i] != want;
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = NULL;
+	unsigned char *tgt, *alias, *src, *dst;
+	struct ibv_mr *tgt_mr, *src_mr, *dst_mr, *late_mr;
+	enum ibv_wc_status st;
+	uint64_t *word;
+	struct pair p;
+	int opt, fd, bad;
+
+	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+		if (opt == 'd')
+			devname = optarg;
+		else if (opt == 'g')
+			gidx = atoi(optarg);
+		else
+			fatal("usage: sroce-odp -d DEV -g GID_INDEX");
+	}
+	if (!devname)
+		fatal("usage: sroce-odp -d DEV -g GID_INDEX");
+	ctx = open_device(devname);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!pd || !cq)
+		die("setup");
+	check_caps();
+
+	/* the target: a memfd mapped twice, neither mapping touched yet */
+	fd = memfd_create("sroce-odp", 0);
+	if (fd < 0 || ftruncate(fd, LEN))
+		die("memfd");
+	tgt = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	alias = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	src = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tgt == MAP_FAILED || alias == MAP_FAILED || src == MAP_FAILED ||
+	    dst == MAP_FAILED)
+		die("mmap");
+	tgt_mr = ibv_reg_mr(pd, tgt, LEN, ODP_ACCESS);
+	src_mr = ibv_reg_mr(pd, src, LEN, ODP_ACCESS);
+	dst_mr = ibv_reg_mr(pd, dst, LEN, ODP_ACCESS);
+	if (!tgt_mr || !src_mr || !dst_mr)
+		die("ibv_reg_mr ON_DEMAND");
+
+	/* WRITE into untouched pages, READ back into untouched pages */
+	p = pair_new();
+	memset(src, 0xa5, LEN);
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, LEN, src_mr->lkey,
+		     (uintptr_t)tgt, tgt_mr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "WRITE: %s", ibv_wc_status_str(st));
+	bad = count_bad(alias, LEN, 0xa5);
+	CHECK(!bad, "WRITE: %d of %d bytes wrong at the target", bad, LEN);
+	st = rdma_op(p.req, IBV_WR_RDMA_READ, dst, LEN, dst_mr->lkey,
+		     (uintptr_t)tgt, tgt_mr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "READ: %s", ibv_wc_status_str(st));
+	bad = count_bad(dst, LEN, 0xa5);
+	CHECK(!bad, "READ: %d of %d bytes wrong", bad, LEN);
+
+	/* FETCH_AND_ADD: the original value back, the sum in memory */
+	word = (uint64_t *)(alias + PAGE);
+	*word = 40;
+	st = rdma_op(p.req, IBV_WR_ATOMIC_FETCH_AND_ADD, dst, 8, dst_mr->lkey,
+		     (uintptr_t)tgt + PAGE, tgt_mr->rkey, 2);
+	CHECK(st == IBV_WC_SUCCESS, "FETCH_AND_ADD: %s",
+	      ibv_wc_status_str(st));
+	CHECK(*(uint64_t *)dst == 40 && *word == 42,
+	      "FETCH_AND_ADD: got %llu, memory %llu; want 40, 42",
+	      (unsigned long long)*(uint64_t *)dst,
+	      (unsigned long long)*word);
+
+	/* the MR's second half unmapped: the alias keeps its pages */
+	if (munmap(tgt + HALF, HALF))
+		die("munmap");
+	memset(src, 0x5a, LEN);
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, PAGE, src_mr->lkey,
+		     (uintptr_t)tgt + HALF, tgt_mr->rkey, 0);
+	CHECK(st == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE to unmapped ODP pages: %s, want remote access error",
+	      ibv_wc_status_str(st));
+	bad = count_bad(alias + HALF, HALF, 0xa5);
+	CHECK(!bad, "WRITE to unmapped ODP pages changed %d bytes", bad);
+	bad = count_bad(alias, HALF, 0xa5) - 8;	/* less the atomic's word */
+	CHECK(!bad, "the mapped half changed: %d bytes", bad);
+	pair_free(&p);
+
+	/* the first half is still reachable through a fresh pair */
+	p = pair_new();
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, PAGE, src_mr->lkey,
+		     (uintptr_t)tgt, tgt_mr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "WRITE after munmap: %s",
+	      ibv_wc_status_str(st));
+	bad = count_bad(alias, PAGE, 0x5a);
+	CHECK(!bad, "WRITE after munmap: %d bytes wrong", bad);
+
+	/* a source that is gone: local protection error, nothing sent */
+	if (munmap(src, LEN))
+		die("munmap");
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, PAGE, src_mr->lkey,
+		     (uintptr_t)tgt, tgt_mr->rkey, 0);
+	CHECK(st == IBV_WC_LOC_PROT_ERR,
+	      "WRITE from unmapped ODP pages: %s, want local protection error",
+	      ibv_wc_status_str(st));
+	bad = count_bad(alias, PAGE, 0x5a);
+	CHECK(!bad, "WRITE from unmapped ODP pages changed %d bytes", bad);
+	pair_free(&p);
+
+	/* dereg while a WRITE into untouched pages is being faulted in */
+	tgt = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tgt == MAP_FAILED)
+		die("mmap");
+	late_mr = ibv_reg_mr(pd, tgt, LEN, ODP_ACCESS);
+	if (!late_mr)
+		die("ibv_reg_mr ON_DEMAND");
+	p = pair_new();
+	post_op(p.req, IBV_WR_RDMA_WRITE, dst, LEN, dst_mr->lkey,
+		(uintptr_t)tgt, late_mr->rkey, 0);
+	CHECK(!ibv_dereg_mr(late_mr), "dereg during a fault");
+	st = wait_op();
+	CHECK(st == IBV_WC_SUCCESS || st == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE racing dereg: %s", ibv_wc_status_str(st));
+	pair_free(&p);
+
+	CHECK(!ibv_dereg_mr(tgt_mr), "dereg of the half-unmapped MR");
+	CHECK(!ibv_dereg_mr(src_mr), "dereg of the unmapped MR");
+	CHECK(!ibv_dereg_mr(dst_mr), "dereg");
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("odp: %u checks, %u failures: %s\n", checks, failures,
+	       failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
