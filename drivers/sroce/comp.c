@@ -730,7 +730,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 
 static void sroce_comp_retrans_timeout(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, comp.retrans_timer);
+	struct sroce_qp *qp = timer_container_of(qp, t, comp.retrans_timer);
 	struct sroce_comp *comp = &qp->comp;
 	struct sroce_comp_notify n = {};
 	unsigned long flags;
@@ -762,7 +762,7 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 
 static void sroce_comp_rnr_timeout(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
+	struct sroce_qp *qp = timer_container_of(qp, t, comp.rnr_timer);
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
@@ -773,7 +773,7 @@ static void sroce_comp_rnr_timeout(struct timer_list *t)
 
 static void sroce_comp_alloc_retry(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, comp.alloc_retry_timer);
+	struct sroce_qp *qp = timer_container_of(qp, t, comp.alloc_retry_timer);
 
 	sroce_req_run(qp);
 }

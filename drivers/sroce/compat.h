@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Every difference between the kernels sroce builds for (Debian 12's 6.1
- * and 6.12 series) lives here, so the rest of the driver is written once
- * against the newer API.
+ * and 6.12 series, Debian unstable's 7.2) lives here, so the rest of the
+ * driver is written once against the newest API.
  */
 #ifndef SROCE_COMPAT_H
 #define SROCE_COMPAT_H
@@ -10,7 +10,11 @@
 #include <linux/bits.h>
 #include <linux/export.h>
 #include <linux/mm.h>
+#include <linux/timer.h>
 #include <linux/version.h>
+#include <net/ipv6.h>
+#include <net/udp_tunnel.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -25,6 +29,19 @@
  */
 #define SROCE_KERNEL_AT_LEAST(major, minor) \
 	(KERNEL_VERSION(major, minor, 0) <= LINUX_VERSION_CODE)
+
+/*
+ * The kernels whose API this header knows: 6.1 to 6.12, and 7.2. The
+ * series between them changed ib_core's driver API step by step (the
+ * 7.2 changes below are gated at 7.2 because that is where they were
+ * checked), and a newer kernel may change it again: refuse both here,
+ * with one message, rather than with a wall of errors further on.
+ */
+#if !SROCE_KERNEL_AT_LEAST(6, 1) || \
+	(SROCE_KERNEL_AT_LEAST(6, 13) && !SROCE_KERNEL_AT_LEAST(7, 2)) || \
+	SROCE_KERNEL_AT_LEAST(7, 3)
+#error "sroce builds for Linux 6.1 to 6.12 and 7.2 only: unknown RDMA driver API"
+#endif
 
 #if IS_ENABLED(CONFIG_KUNIT)
 #define SROCE_EXPORT_FOR_KUNIT(sym) EXPORT_SYMBOL_NS_GPL(sym, SROCE_KUNIT)
@@ -124,6 +141,117 @@ static_assert(SROCE_FLUSH_MR == IB_FLUSH_MR);
 #define SROCE_HAVE_FLUSH_ACCESS		1
 #else
 #define SROCE_HAVE_FLUSH_ACCESS		0
+#endif
+
+/*
+ * Resizing a CQ became user space's business only in 7.2
+ * (ib_device_ops.resize_user_cq, an unsigned count); resize_cq took an
+ * int before. sroce_resize_cq() takes the unsigned count (a negative int
+ * from an older kernel turns into a count beyond SROCE_MAX_CQE, refused);
+ * the ops table names it with SROCE_OPS_RESIZE_CQ.
+ */
+int sroce_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
+		    struct ib_udata *udata);
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+#define SROCE_OPS_RESIZE_CQ	.resize_user_cq = sroce_resize_cq
+#else
+static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
+				      struct ib_udata *udata)
+{
+	return sroce_resize_cq(ibcq, cqe, udata);
+}
+
+#define SROCE_OPS_RESIZE_CQ	.resize_cq = sroce_resize_cq_int
+#endif
+
+/*
+ * reg_user_mr gained a DMA handle (TPH steering hints) argument; only
+ * devices with alloc_dmah, which sroce lacks, ever get one. Older
+ * kernels have no struct ib_dmah: sroce_reg_user_mr() is called with
+ * NULL there. The ops table names it with SROCE_OPS_REG_USER_MR.
+ */
+struct ib_dmah;
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_dmah *dmah,
+				struct ib_udata *udata);
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+#define SROCE_OPS_REG_USER_MR	.reg_user_mr = sroce_reg_user_mr
+#else
+static inline struct ib_mr *
+sroce_reg_user_mr_nodmah(struct ib_pd *ibpd, u64 start, u64 length, u64 iova,
+			 int access, struct ib_udata *udata)
+{
+	return sroce_reg_user_mr(ibpd, start, length, iova, access, NULL,
+				 udata);
+}
+
+#define SROCE_OPS_REG_USER_MR	.reg_user_mr = sroce_reg_user_mr_nodmah
+#endif
+
+/*
+ * Pinning user memory: ib_umem_get() became ib_umem_get_va() (beside the
+ * new ways to pin a buffer user space describes by a dma-buf or an
+ * attribute) in 7.2. Same arguments, same accounting.
+ */
+static inline struct ib_umem *sroce_umem_get(struct ib_device *device,
+					     unsigned long addr, size_t size,
+					     int access)
+{
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+	return ib_umem_get_va(device, addr, size, access);
+#else
+	return ib_umem_get(device, addr, size, access);
+#endif
+}
+
+/*
+ * IPv6 can no longer be a module in 7.2 and ipv6_stub is gone: route
+ * through ip6_dst_lookup_flow() directly there. Before, through the
+ * stub, which works whether IPv6 is built in, a module or absent.
+ */
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+static inline struct dst_entry *sroce_ip6_route(struct net *net,
+						struct flowi6 *fl6)
+{
+	return ip6_dst_lookup_flow(net, NULL, fl6, NULL);
+}
+#else
+#include <net/ipv6_stubs.h>
+
+static inline struct dst_entry *sroce_ip6_route(struct net *net,
+						struct flowi6 *fl6)
+{
+	return ipv6_stub->ipv6_dst_lookup_flow(net, NULL, fl6, NULL);
+}
+#endif
+
+/*
+ * The UDP tunnel helpers take the struct sock in 7.2, the struct socket
+ * before; sroce keeps the socket udp_sock_create() gave it.
+ */
+static inline void sroce_udp_tunnel_setup(struct net *net, struct socket *sock,
+					  struct udp_tunnel_sock_cfg *cfg)
+{
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+	setup_udp_tunnel_sock(net, sock->sk, cfg);
+#else
+	setup_udp_tunnel_sock(net, sock, cfg);
+#endif
+}
+
+static inline void sroce_udp_tunnel_release(struct socket *sock)
+{
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+	udp_tunnel_sock_release(sock->sk);
+#else
+	udp_tunnel_sock_release(sock);
+#endif
+}
+
+/* from_timer() was renamed timer_container_of() in 6.16. */
+#ifndef timer_container_of
+#define timer_container_of(var, callback_timer, timer_fieldname) \
+	from_timer(var, callback_timer, timer_fieldname)
 #endif
 
 #endif /* SROCE_COMPAT_H */

@@ -241,7 +241,8 @@ int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
  * start. User CQs: the provider holds its CQ lock across the command and
  * maps the new ring (consumer 0) before polling again.
  */
-int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+int sroce_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
+		    struct ib_udata *udata)
 {
 	struct sroce_cq *cq = to_scq(ibcq);
 	struct sroce_resize_cq_resp resp = {};
@@ -250,7 +251,7 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	u32 used, consumer, i;
 	int err;
 
-	if (cqe < 1 || cqe > SROCE_MAX_CQE)
+	if (!cqe || cqe > SROCE_MAX_CQE)
 		return -EINVAL;
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;

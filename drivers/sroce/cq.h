@@ -74,7 +74,7 @@ void sroce_cq_notify(struct sroce_cq *cq);
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct sroce_create_cq_arg *arg);
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+/* sroce_resize_cq() is declared in compat.h, which adapts it to each kernel. */
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 

@@ -243,7 +243,6 @@ static void sroce_dev_setup_attrs(struct sroce_dev *sdev,
 
 static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 {
-	struct ib_device *other;
 	struct sroce_dev *sdev;
 	int err;
 
@@ -257,14 +256,6 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 		       netdev_name(ndev));
 		return -EINVAL;
 	}
-	/* ib_core would refuse too, but with -ENFILE and no message. */
-	other = ib_device_get_by_name(ibdev_name, RDMA_DRIVER_UNKNOWN);
-	if (other) {
-		ib_device_put(other);
-		pr_err("%s: an RDMA device of that name exists\n", ibdev_name);
-		return -EEXIST;
-	}
-
 	sroce_reap_dead();
 
 	sdev = ib_alloc_device(sroce_dev, ibdev);
@@ -288,6 +279,15 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (err)
 		goto err_dealloc;
 	err = ib_register_device(&sdev->ibdev, ibdev_name, NULL);
+	/*
+	 * A taken name is the one -ENFILE of ib_core, which says nothing
+	 * itself. Asked under its lock, unlike a lookup beforehand (which
+	 * 7.2 no longer exports anyway).
+	 */
+	if (err == -ENFILE) {
+		pr_err("%s: an RDMA device of that name exists\n", ibdev_name);
+		err = -EEXIST;
+	}
 	if (err)
 		goto err_dealloc;
 

@@ -354,7 +354,7 @@ static struct sroce_mr *sroce_mr_pin(struct ib_pd *ibpd, u64 start,
 		return mr;
 	}
 	/* Pins and charges RLIMIT_MEMLOCK (pinned_vm) for us. */
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	mr->umem = sroce_umem_get(ibpd->device, start, length, access);
 	if (IS_ERR(mr->umem)) {
 		err = PTR_ERR(mr->umem);
 		mr->umem = NULL;
@@ -371,11 +371,16 @@ err_free:
 }
 
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+				u64 iova, int access, struct ib_dmah *dmah,
+				struct ib_udata *udata)
 {
-	struct sroce_mr *mr = sroce_mr_pin(ibpd, start, length, iova, access);
+	struct sroce_mr *mr;
 	int err;
 
+	/* No alloc_dmah: a handle cannot name this device; refuse anyway. */
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = sroce_mr_pin(ibpd, start, length, iova, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	err = sroce_mr_insert(to_sdev(ibpd->device), mr);

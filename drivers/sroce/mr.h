@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Memory regions: user MRs pinned with ib_umem_get(), the DMA MR of
+ * Memory regions: user MRs pinned with ib_umem_get_va(), the DMA MR of
  * kernel consumers and their fast-registration MRs (addresses are kernel
  * virtual addresses: an sroce device has no DMA device, so ib_dma_map_*()
  * hands out virtual addresses).
@@ -339,8 +339,7 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);
 int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
-struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata);
+/* sroce_reg_user_mr() is declared in compat.h, which adapts it to each kernel. */
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *pd, struct ib_udata *udata);

@@ -20,7 +20,6 @@
 #include <net/ip6_checksum.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
-#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
@@ -252,7 +251,7 @@ static struct socket *sroce_sock_create(struct net *net,
 	err = udp_sock_create(net, &cfg, &sock);
 	if (err)
 		return ERR_PTR(err);
-	setup_udp_tunnel_sock(net, sock, &tcfg);
+	sroce_udp_tunnel_setup(net, sock, &tcfg);
 	return sock;
 }
 
@@ -273,7 +272,7 @@ static int sroce_sockets_open(struct net *net, struct sroce_net *snet)
 		if (PTR_ERR(sock) != -EAFNOSUPPORT) {
 			pr_warn("sroce: cannot bind UDP port %u for IPv6 (%pe)\n",
 				SROCE_UDP_PORT, sock);
-			udp_tunnel_sock_release(snet->sock4);
+			sroce_udp_tunnel_release(snet->sock4);
 			snet->sock4 = NULL;
 			return PTR_ERR(sock);
 		}
@@ -287,8 +286,8 @@ static int sroce_sockets_open(struct net *net, struct sroce_net *snet)
 static void sroce_sockets_close(struct sroce_net *snet)
 {
 	if (snet->sock6)
-		udp_tunnel_sock_release(snet->sock6);
-	udp_tunnel_sock_release(snet->sock4);
+		sroce_udp_tunnel_release(snet->sock6);
+	sroce_udp_tunnel_release(snet->sock4);
 	snet->sock4 = NULL;
 	snet->sock6 = NULL;
 }
@@ -728,7 +727,7 @@ static struct dst_entry *sroce_route6(struct net *net, struct sroce_av *av)
 			.saddr = av->saddr.v6,
 		};
 
-		dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
+		dst = sroce_ip6_route(net, &fl6);
 		if (IS_ERR(dst))
 			return dst;
 		dst_cache_set_ip6(&av->dst_cache, dst, &fl6.saddr);

@@ -1063,12 +1063,12 @@ const struct ib_device_ops sroce_transport_ops = {
 
 	.create_cq = sroce_create_cq,
 	.destroy_cq = sroce_destroy_cq,
-	.resize_cq = sroce_resize_cq,
+	SROCE_OPS_RESIZE_CQ,
 	.poll_cq = sroce_poll_cq,
 	.req_notify_cq = sroce_req_notify_cq,
 
 	.get_dma_mr = sroce_get_dma_mr,
-	.reg_user_mr = sroce_reg_user_mr,
+	SROCE_OPS_REG_USER_MR,
 	.rereg_user_mr = sroce_rereg_user_mr,
 	.dereg_mr = sroce_dereg_mr,
 	.alloc_mw = sroce_alloc_mw,

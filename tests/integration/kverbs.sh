@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.12,debug pairs=none timeout=480
+# sroce-test: kernels=6.12,debug full-kernels=6.1,6.12,7.2,debug pairs=none timeout=480
 # SPDX-License-Identifier: GPL-2.0
 #
 # The kernel-verbs self-test: loads sroce_kverbs.ko (tests/kverbs), a

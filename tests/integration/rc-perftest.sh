@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce mtu=9000 timeout=600
+# sroce-test: kernels=6.1,6.12 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce mtu=9000 pairs.7.2=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # perftest's RC tools between the two guests: guest a serves, guest b runs
@@ -18,7 +18,7 @@
 #
 # 6.1 runs everything on sroce:sroce (about 3 minutes on a quiet host) and
 # against rdma_rxe every opcode once (every size of the bandwidth tools,
-# one connection method each for the rest); 6.12 and the debug kernel run a
+# one connection method each for the rest); 6.12, 7.2 and the debug kernel run a
 # subset on sroce:sroce.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -195,7 +195,7 @@ case $SROCE_KERNEL/$against in
 	perf send-lat-cm rdma 50 64 ib_send_lat -s 64
 	perf atomic-lat-cm rdma 50 8 ib_atomic_lat -A CMP_AND_SWAP
 	;;
-6.12/*)
+6.12/* | 7.2/*)
 	perf write-bw tcp 5 all ib_write_bw -a
 	perf read-bw tcp 20 1048576 ib_read_bw -s 1048576
 	perf send-bw tcp 100 12345 ib_send_bw -s 12345

@@ -1421,6 +1421,38 @@ static const struct kv_case kv_cases[] = {
 		{} } },
 };
 
+/*
+ * The device named ibdev=, found the way any kernel client meets devices
+ * (ib_core no longer exports its lookup by name since 7.2): the client's
+ * add callback sees each registered device once, keeps a reference to
+ * ours and declines them all, so there is nothing to remove afterwards.
+ * kv_found is written by kv_client_add only, during ib_register_client().
+ */
+static struct ib_device *kv_found;
+
+static int kv_client_add(struct ib_device *dev)
+{
+	if (!kv_found && !strcmp(dev_name(&dev->dev), ibdev) &&
+	    ib_device_try_get(dev))
+		kv_found = dev;
+	return -EOPNOTSUPP;
+}
+
+static struct ib_client kv_client = {
+	.name = "sroce_kverbs",
+	.add = kv_client_add,
+	.no_kverbs_req = 1,
+};
+
+static struct ib_device *kv_device_get(void)
+{
+	kv_found = NULL;
+	if (ib_register_client(&kv_client))
+		return NULL;
+	ib_unregister_client(&kv_client);
+	return kv_found;
+}
+
 /* Our device's GID at gid_index and the MAC behind it. */
 static int kv_setup(struct kv_test *t)
 {
@@ -1456,7 +1488,7 @@ static int __init sroce_kverbs_init(void)
 	t = kzalloc(sizeof(*t), GFP_KERNEL);
 	if (!t)
 		return -ENOMEM;
-	t->dev = ib_device_get_by_name(ibdev, RDMA_DRIVER_UNKNOWN);
+	t->dev = kv_device_get();
 	if (!t->dev) {
 		pr_err("sroce_kverbs: no RDMA device %s\n", ibdev);
 		kfree(t);
