@@ -9,12 +9,14 @@
 
 #include <linux/bits.h>
 #include <linux/export.h>
+#include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/timer.h>
 #include <linux/version.h>
 #include <net/ipv6.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -252,6 +254,69 @@ static inline void sroce_udp_tunnel_release(struct socket *sock)
 #ifndef timer_container_of
 #define timer_container_of(var, callback_timer, timer_fieldname) \
 	from_timer(var, callback_timer, timer_fieldname)
+#endif
+
+/*
+ * ODP page state. Up to 6.12 ib_umem_odp keeps, per page_shift unit, a
+ * DMA address with access bits in dma_list (for a device without DMA the
+ * kernel address). 7.2 keeps HMM PFNs with HMM_PFN_VALID/WRITE in
+ * map.pfn_list, one per PAGE_SIZE, but unmaps one entry per page_shift
+ * unit: sroce keeps ODP MRs at PAGE_SHIFT there (no IB_ACCESS_HUGETLB),
+ * so that an unmapped page can never look valid. @byte is an offset from
+ * ib_umem_start().
+ */
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+static inline int sroce_odp_umem_access(int access)
+{
+	return access & ~IB_ACCESS_HUGETLB;
+}
+
+static inline u64 sroce_odp_access_mask(bool write)
+{
+	return write ? HMM_PFN_WRITE : 0;
+}
+
+static inline bool sroce_odp_byte_mapped(struct ib_umem_odp *odp, u64 byte,
+					 bool write)
+{
+	unsigned long need = HMM_PFN_VALID | (write ? HMM_PFN_WRITE : 0);
+
+	return (READ_ONCE(odp->map.pfn_list[byte >> PAGE_SHIFT]) & need) ==
+	       need;
+}
+
+static inline void *sroce_odp_byte_kva(struct ib_umem_odp *odp, u64 byte)
+{
+	unsigned long pfn = READ_ONCE(odp->map.pfn_list[byte >> PAGE_SHIFT]);
+
+	return page_address(hmm_pfn_to_page(pfn)) + offset_in_page(byte);
+}
+#else
+static inline int sroce_odp_umem_access(int access)
+{
+	return access;
+}
+
+static inline u64 sroce_odp_access_mask(bool write)
+{
+	return ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+}
+
+static inline bool sroce_odp_byte_mapped(struct ib_umem_odp *odp, u64 byte,
+					 bool write)
+{
+	u64 bit = write ? ODP_WRITE_ALLOWED_BIT : ODP_READ_ALLOWED_BIT;
+
+	return READ_ONCE(odp->dma_list[byte >> odp->page_shift]) & bit;
+}
+
+static inline void *sroce_odp_byte_kva(struct ib_umem_odp *odp, u64 byte)
+{
+	dma_addr_t dma = READ_ONCE(odp->dma_list[byte >> odp->page_shift]);
+
+	return (void *)(uintptr_t)(dma & ODP_DMA_ADDR_MASK) +
+	       (byte & (BIT_ULL(odp->page_shift) - 1));
+}
 #endif
 
 #endif /* SROCE_COMPAT_H */

@@ -63,12 +63,10 @@ static int sroce_odp_map(struct sroce_mr *mr, u64 va, u64 len, bool write,
 			 bool fault)
 {
 	struct ib_umem_odp *odp = sroce_mr_odp(mr);
-	u64 access = ODP_READ_ALLOWED_BIT;
 	int ret;
 
-	if (write)
-		access |= ODP_WRITE_ALLOWED_BIT;
-	ret = ib_umem_odp_map_dma_and_lock(odp, va, len, access, fault);
+	ret = ib_umem_odp_map_dma_and_lock(odp, va, len,
+					   sroce_odp_access_mask(write), fault);
 	if (ret < 0)
 		return ret;
 	mutex_unlock(&odp->umem_mutex);
@@ -142,13 +140,11 @@ out:
 static bool sroce_odp_mapped(struct ib_umem_odp *odp, u64 va, u64 len,
 			     bool write)
 {
-	u64 bit = write ? ODP_WRITE_ALLOWED_BIT : ODP_READ_ALLOWED_BIT;
 	u64 start = ib_umem_start(odp), addr;
 
 	for (addr = va & ~(BIT_ULL(odp->page_shift) - 1); addr < va + len;
 	     addr += BIT_ULL(odp->page_shift))
-		if (!(READ_ONCE(odp->dma_list[(addr - start) >>
-					      odp->page_shift]) & bit))
+		if (!sroce_odp_byte_mapped(odp, addr - start, write))
 			return false;
 	return true;
 }
@@ -175,10 +171,7 @@ struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,
 {
 	struct ib_umem_odp *odp = sroce_mr_odp(mr);
 	u64 byte = sroce_odp_va(mr, iova) - ib_umem_start(odp);
-	dma_addr_t dma = READ_ONCE(odp->dma_list[byte >> odp->page_shift]);
-	/* no DMA device: the "DMA address" is the kernel address */
-	void *kva = (void *)(uintptr_t)(dma & ODP_DMA_ADDR_MASK) +
-		    (byte & (BIT_ULL(odp->page_shift) - 1));
+	void *kva = sroce_odp_byte_kva(odp, byte);
 
 	*off = offset_in_page(kva);
 	return virt_to_page(kva);
@@ -191,8 +184,8 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access)
 	rwlock_init(&mr->odp.lock);
 	spin_lock_init(&mr->odp.fault_lock);
 	INIT_WORK(&mr->odp.fault_work, sroce_odp_fault_work);
-	odp = ib_umem_odp_get(mr->ibmr.pd->device, start, length, access,
-			      &sroce_odp_ops);
+	odp = ib_umem_odp_get(mr->ibmr.pd->device, start, length,
+			      sroce_odp_umem_access(access), &sroce_odp_ops);
 	if (IS_ERR(odp))
 		return PTR_ERR(odp);
 	mr->umem = &odp->umem;
