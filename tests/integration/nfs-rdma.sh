@@ -55,13 +55,10 @@ server_start() {
 server_stop() {
 	rpc.nfsd 0 2>/dev/null || true
 	exportfs -ua 2>/dev/null || true
-	[[ -n ${mountd_pid:-} ]] && kill "$mountd_pid" 2>/dev/null
-	[[ -n ${rpcbind_pid:-} ]] && kill "$rpcbind_pid" 2>/dev/null
-	wait 2>/dev/null
-	umount /proc/fs/nfsd 2>/dev/null
-	umount "$export_dir" 2>/dev/null
-	umount /var/lib/nfs 2>/dev/null
-	return 0
+	[[ -z ${mountd_pid:-} ]] || kill "$mountd_pid" 2>/dev/null || true
+	[[ -z ${rpcbind_pid:-} ]] || kill "$rpcbind_pid" 2>/dev/null || true
+	wait 2>/dev/null || true
+	umount /proc/fs/nfsd "$export_dir" /var/lib/nfs 2>/dev/null || true
 }
 
 client_mount() {
@@ -79,8 +76,7 @@ client_mount() {
 }
 
 client_stop() {
-	mountpoint -q "$mnt" && umount -f "$mnt"
-	return 0
+	! mountpoint -q "$mnt" || umount -f "$mnt"
 }
 
 # svc_rdma_ops: "READS WRITES", the RDMA READs and WRITEs svcrdma posted

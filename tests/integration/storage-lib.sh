@@ -12,10 +12,14 @@
 #   dataset_bytes           the bytes of one data set
 #   dataset_check DIR TAG   every file of TAG's manifest is in DIR with its
 #                           checksum; fails the script otherwise
-#   blockdev_verify DEV MIB write MIB MiB of random data to the block
-#                           device DEV, drop the caches, read it back and
-#                           compare; fio's crc32c verify on top when fio is
-#                           installed
+#   blockdev_verify DEV MIB KEEP  fio 4 KiB random writes with crc32c verify
+#                           on the block device DEV (when fio is installed),
+#                           then MIB MiB of random data written (a copy kept
+#                           in the file KEEP), caches dropped, read back and
+#                           compared
+#   lio_backstore MIB       a LIO fileio backstore over a file of random
+#                           data (lio_backstore_remove undoes it)
+#   initiator_check_initial DEV MIB  DEV reads as the backstore's file
 #   traffic_begin           remember this guest's RDMA byte counters
 #   traffic_check TX RX     since traffic_begin, this guest's device sent at
 #                           least TX and received at least RX bytes (sroce
@@ -55,26 +59,56 @@ dataset_check() {
 }
 
 blockdev_verify() {
-	local dev=$1 mib=$2
-	dd if=/dev/urandom of=/tmp/bd-w bs=1M count="$mib" status=none
-	dd if=/tmp/bd-w of="$dev" bs=36k oflag=direct status=none ||
-		fail "writing $dev failed"
-	sync
+	local dev=$1 mib=$2 keep=$3
+	if command -v fio >/dev/null; then
+		fio --name=verify --filename="$dev" --direct=1 --ioengine=libaio \
+			--rw=randwrite --bs=4k --iodepth=16 --size="${mib}M" \
+			--verify=crc32c --verify_fatal=1 --do_verify=1 \
+			--output="$SROCE_OUT/fio-verify.txt" ||
+			{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio crc32c verify on $dev failed"; }
+		grep -q "err= 0" "$SROCE_OUT/fio-verify.txt" ||
+			{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio reported errors on $dev"; }
+		log "$dev: fio wrote $mib MiB in 4 KiB random writes, QD16, and verified them (crc32c)"
+	fi
+	dd if=/dev/urandom of="$keep" bs=1M count="$mib" status=none
+	# odd-sized direct writes: requests of several lengths
+	dd if="$keep" of="$dev" bs=36k oflag=direct status=none || fail "writing $dev failed"
 	echo 3 >/proc/sys/vm/drop_caches
 	dd if="$dev" of=/tmp/bd-r bs=1M count="$mib" iflag=direct status=none ||
 		fail "reading $dev failed"
-	cmp /tmp/bd-w /tmp/bd-r || fail "$dev: read back differs from what was written"
-	rm -f /tmp/bd-w /tmp/bd-r
+	cmp "$keep" /tmp/bd-r || fail "$dev: read back differs from what was written"
+	rm -f /tmp/bd-r
 	log "$dev: wrote $mib MiB and read it back identical"
-	command -v fio >/dev/null || return 0
-	fio --name=verify --filename="$dev" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bs=4k --iodepth=8 --size="${mib}M" \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 \
-		--output="$SROCE_OUT/fio-verify.txt" ||
-		{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio crc32c verify on $dev failed"; }
-	grep -q "err= 0" "$SROCE_OUT/fio-verify.txt" ||
-		{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio reported errors on $dev"; }
-	log "$dev: fio 4 KiB random writes of $mib MiB verified (crc32c)"
+}
+
+# lio_backstore MIB: a LIO fileio backstore (fileio_0/disk0) over a MIB MiB
+# file of random data in /tmp/lio-backing (tmpfs: buffered, no O_DIRECT);
+# its sha256 goes to the pair dir as lio-initial.sha.
+lio_core=/sys/kernel/config/target/core
+lio_backstore() {
+	local d=$lio_core/fileio_0/disk0
+	modprobe -a target_core_mod target_core_file || fail "cannot load LIO"
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	dd if=/dev/urandom of=/tmp/lio-backing bs=1M count="$1" status=none
+	sha256sum </tmp/lio-backing | cut -d' ' -f1 >"$SROCE_PAIR_DIR/lio-initial.sha"
+	mkdir -p "$d"
+	echo "fd_dev_name=/tmp/lio-backing,fd_dev_size=$(($1 << 20)),fd_buffered_io=1" >"$d/control"
+	echo 1 >"$d/enable" || fail "cannot enable the LIO backstore"
+}
+
+lio_backstore_remove() {
+	rmdir "$lio_core/fileio_0/disk0" "$lio_core/fileio_0" 2>/dev/null || true
+	rm -f /tmp/lio-backing
+}
+
+# initiator_check_initial DEV MIB: reading DEV gives the target's initial
+# data.
+initiator_check_initial() {
+	local got
+	got=$(dd if="$1" bs=1M count="$2" iflag=direct status=none | sha256sum | cut -d' ' -f1)
+	[[ $got == $(cat "$SROCE_PAIR_DIR/lio-initial.sha") ]] ||
+		fail "reading $1 gave other data than the target's file"
+	log "$1: read $2 MiB matching the target's file"
 }
 
 _traffic_tx0=0 _traffic_rx0=0
