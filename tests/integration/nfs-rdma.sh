@@ -150,5 +150,6 @@ if [[ $SROCE_ROLE == a ]]; then
 	trap - EXIT
 fi
 barrier stopped 120
-device_cycle
+# (storage-loss.sh keeps the device: its counters prove the recovery)
+[[ ${1:-} == --keep-device ]] || device_cycle
 log "PASS"
