@@ -339,7 +339,13 @@ static enum ib_wc_status sroce_swqe_placement(struct sroce_swqe *wqe,
 	return IB_WC_SUCCESS;
 }
 
-/* Every SGE must name a local MR of the QP's PD allowing this access. */
+/*
+ * Every SGE must name a local MR of the QP's PD allowing this access.
+ * Checked when the WQE starts, not when it is fetched: a REG_MR or
+ * LOCAL_INV ahead of it in the same queue may make or kill its lkey, and
+ * runs only when the requester reaches it (iSER posts a REG_MR and a SEND
+ * of immediate data from that MR in one chain).
+ */
 static enum ib_wc_status sroce_swqe_check_sgl(struct sroce_qp *qp,
 					      struct sroce_swqe *wqe)
 {
@@ -386,7 +392,8 @@ static enum ib_wc_status sroce_swqe_payload(struct sroce_qp *qp,
 	if (len < 0)
 		return IB_WC_LOC_LEN_ERR;
 	wqe->length = len;
-	return sroce_swqe_check_sgl(qp, wqe);
+	/* the lkeys are looked up when the WQE starts (sroce_req_one()) */
+	return IB_WC_SUCCESS;
 }
 
 static enum ib_wc_status sroce_swqe_init(struct sroce_qp *qp,
@@ -848,6 +855,7 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	struct sroce_swqe *wqe = sroce_sq_shadow(qp, req->cur);
 	u32 mtu = sroce_qp_is_ud(qp) ? sroce_ud_mtu(qp) : sroce_qp_mtu(qp);
 	struct sroce_req_pkt p = { .av = sroce_qp_av(qp) };
+	enum ib_wc_status status;
 	bool first, last;
 	int err;
 
@@ -865,6 +873,11 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	if (wqe->state == SROCE_SWQE_QUEUED) {
 		if (!sroce_req_may_start(qp, wqe))
 			return SROCE_REQ_STOP;
+		status = sroce_swqe_check_sgl(qp, wqe);
+		if (status != IB_WC_SUCCESS) {
+			sroce_req_fail(qp, wqe, status, n);
+			return SROCE_REQ_STOP;
+		}
 		err = sroce_req_ready(qp, wqe);
 		if (err == -EAGAIN)
 			return SROCE_REQ_FAULT;

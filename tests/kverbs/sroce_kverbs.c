@@ -1265,6 +1265,47 @@ out_cq:
 #define KV_ERR		IB_QPS_ERR
 
 /*
+ * reg_send_chain: a REG_MR and a SEND that gathers from the MR it
+ * registers (by its lkey) posted in one chain, the REG_MR unsignaled, as
+ * iSER sends a write's immediate data: send WRs run in order, so the SEND
+ * sees the registration. The bytes cross the first page boundary.
+ */
+static int kv_reg_send(struct kv_test *t, struct kv_ctx *c)
+{
+	u32 len = KV_RBUF_LEN, off = PAGE_SIZE - c->f.start - len / 2;
+	struct ib_sge sge = { .addr = c->f.mr->iova + off, .length = len,
+			      .lkey = c->f.mr->lkey };
+	struct ib_sge rsge = kv_sge(c->pd, c->rbuf.dma, len);
+	struct ib_send_wr send = {
+		.wr_id = 3,
+		.opcode = IB_WR_SEND,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	const struct ib_send_wr *bad;
+	struct ib_reg_wr reg;
+	long at;
+
+	kv_fmr_fill(&c->f, off, len, 15);
+	memset(c->rbuf.va, 0, len);
+	if (kv_post_recv(t, c->p.qp_b, 1, &rsge, 1))
+		return -EIO;
+	kv_reg_wr(&reg, c->f.mr, 2, KV_FAST_ACCESS, false);
+	reg.wr.next = &send;
+	if (kv_posted(t, "REG_MR + SEND", ib_post_send(c->p.qp_a, &reg.wr, &bad)) ||
+	    kv_expect(t, "SEND from the MR just registered", c->p.cq_a, 3,
+		      IB_WC_SUCCESS, IB_WC_SEND, NULL) ||
+	    kv_expect(t, "its receive", c->p.cq_b, 1, IB_WC_SUCCESS,
+		      IB_WC_RECV, NULL))
+		return -EIO;
+	at = kv_mismatch(c->rbuf.va, len, 15);
+	if (KV_UNLESS(t, at < 0, "received byte %ld differs from the MR's", at))
+		return -EIO;
+	return 0;
+}
+
+/*
  * send_inv_bad_rkey, send_inv_other_pd: SEND with Invalidate of an rkey b
  * cannot invalidate (@key: another key byte, or a's MR in a's PD) is an
  * invalid request (IBTA 10.6.7.2): a's SEND completes with
@@ -1410,6 +1451,10 @@ static const struct kv_case kv_cases[] = {
 		{ KV_REG, KV_A2, .status = IB_WC_LOC_QP_OP_ERR,
 		  .what = "REG_MR of a valid MR" },
 		{ KV_STATE, KV_A2, .arg = KV_ERR, .what = "after a failed REG_MR" },
+		{} } },
+	{ "reg_send_chain", .buf_len = 64, .mr = KV_MR_MAPPED,
+	  .steps = (const struct kv_step[]){
+		{ KV_CALL, .fn = kv_reg_send },
 		{} } },
 	{ "dma_mr_send_recv", .buf_len = 64,
 	  .steps = (const struct kv_step[]){
