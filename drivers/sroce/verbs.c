@@ -100,6 +100,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 				.rc_odp_caps = SROCE_ODP_CAPS_RC,
 				.uc_odp_caps = SROCE_ODP_CAPS_UC,
 				.ud_odp_caps = IB_ODP_SUPPORT_SEND,
+				/* what rdma-core's suite checks over XRC */
+				.xrc_odp_caps = IB_ODP_SUPPORT_SEND |
+						IB_ODP_SUPPORT_SRQ_RECV,
 			},
 		},
 		.max_send_sge = SROCE_MAX_SGE,
