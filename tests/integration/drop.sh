@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,debug pairs=sroce:sroce timeout=240
+# sroce-test: kernels=6.1 full-kernels=6.1,debug pairs=sroce:sroce timeout=240
 # SPDX-License-Identifier: GPL-2.0
 # Deterministic loss: each phase drops one chosen packet of one RC operation
 # with a tc filter (clsact ingress, u32 on the BTH, gact), so the retransmit
