@@ -27,7 +27,8 @@
  * Access flags a registration may ask for; the rest are refused. FLUSH
  * to global visibility where the core lets MRs ask for it (compat.h);
  * never persistence: sroce's memory is ordinary RAM. On-demand paging
- * (odp.c), with huge pages when the memory is hugetlbfs.
+ * (odp.c), with huge pages when the memory is hugetlbfs (not for an
+ * implicit MR, which ib_umem_odp_alloc_implicit() refuses them).
  */
 #define SROCE_MR_ACCESS_SUPPORTED \
 	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
@@ -106,6 +107,8 @@ static struct sroce_mr *sroce_mr_alloc(struct ib_pd *ibpd, int access)
 
 static void sroce_mr_free(struct sroce_mr *mr)
 {
+	if (mr->type == SROCE_MR_ODP)
+		sroce_odp_fini(mr);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
@@ -324,6 +327,12 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	return 0;
 }
 
+/* ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...) */
+static bool sroce_mr_implicit(u64 start, u64 length, int access)
+{
+	return access & IB_ACCESS_ON_DEMAND && !start && length == U64_MAX;
+}
+
 /*
  * A user MR with its pages pinned (or, on demand, an ODP MR with none
  * mapped yet), not yet in the key table.
@@ -331,13 +340,14 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 static struct sroce_mr *sroce_mr_pin(struct ib_pd *ibpd, u64 start,
 				     u64 length, u64 iova, int access)
 {
+	bool implicit = sroce_mr_implicit(start, length, access);
 	struct sroce_mr *mr;
 	int err;
 
 	if (access & ~SROCE_MR_ACCESS_SUPPORTED ||
 	    (access & IB_ACCESS_HUGETLB && !(access & IB_ACCESS_ON_DEMAND)))
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > SROCE_MAX_MR_SIZE)
+	if (implicit ? iova : (!length || length > SROCE_MAX_MR_SIZE))
 		return ERR_PTR(-EINVAL);
 	mr = sroce_mr_alloc(ibpd, access);
 	if (!mr)
@@ -348,7 +358,10 @@ static struct sroce_mr *sroce_mr_pin(struct ib_pd *ibpd, u64 start,
 
 	if (access & IB_ACCESS_ON_DEMAND) {
 		mr->type = SROCE_MR_ODP;
-		err = sroce_odp_init(mr, start, length, access);
+		if (implicit)
+			err = sroce_odp_init_implicit(mr, access);
+		else
+			err = sroce_odp_init(mr, start, length, access);
 		if (err)
 			goto err_free;
 		return mr;
@@ -421,6 +434,9 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 
 	if (old->type != SROCE_MR_USER && old->type != SROCE_MR_ODP)
 		return ERR_PTR(-EINVAL);
+	/* keys over the whole address space: nothing to change but access */
+	if (old->odp.implicit)
+		return ERR_PTR(-EOPNOTSUPP);
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->umem->address;
 		length = old->length;

@@ -23,6 +23,7 @@
 #include <linux/bits.h>
 #include <linux/refcount.h>
 #include <linux/completion.h>
+#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
@@ -72,6 +73,21 @@ struct sroce_odp {
 	spinlock_t fault_lock;	/* the five fields above */
 	/* holds an MR reference while queued or running */
 	struct work_struct fault_work;
+
+	/*
+	 * Implicit ODP (the whole address space, odp.c): the MR's umem is
+	 * an anchor; child umems of SROCE_ODP_CHUNK bytes, each with its
+	 * own MMU notifier, are made by faults where the process has
+	 * mappings. children is indexed by user address >> chunk shift:
+	 * entries are added under children_mutex (faults and prefetches
+	 * map under it too) and removed only by dereg, once no copy or
+	 * fault uses the MR; copies load them under the read side of lock.
+	 * The mm_struct is held (mmgrab) for ib_umem_odp_alloc_child().
+	 */
+	bool implicit;
+	u32 nchildren;		/* under children_mutex */
+	struct xarray children;
+	struct mutex children_mutex;	/* children, nchildren, making them */
 };
 
 struct sroce_mr {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * On-demand paging MRs: registration, the MMU notifier, the checks around
- * copies, faults on a work item and ibv_advise_mr(). Design and locking:
- * odp.h and struct sroce_odp (mr.h).
+ * On-demand paging MRs: registration (of a range, or implicit: of the whole
+ * address space), the MMU notifier, the checks around copies, faults on a
+ * work item and ibv_advise_mr(). Design and locking: odp.h and struct
+ * sroce_odp (mr.h).
  */
 
+#include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_umem_odp.h>
 
@@ -13,9 +16,24 @@
 #include "mr.h"
 #include "odp.h"
 
-static struct ib_umem_odp *sroce_mr_odp(const struct sroce_mr *mr)
+/* An implicit MR maps user memory in children of this size. */
+#define SROCE_ODP_CHUNK_SHIFT	21
+#define SROCE_ODP_CHUNK		BIT_ULL(SROCE_ODP_CHUNK_SHIFT)
+/* The children of one implicit MR cover at most max_mr_size. */
+#define SROCE_ODP_MAX_CHILDREN	(SROCE_MAX_MR_SIZE >> SROCE_ODP_CHUNK_SHIFT)
+
+/*
+ * The umem holding user address @va: an explicit MR's own, an implicit
+ * MR's child for @va (NULL while there is none). Copies: ODP lock held.
+ */
+static struct ib_umem_odp *sroce_odp_umem(const struct sroce_mr *mr, u64 va)
 {
-	return to_ib_umem_odp(mr->umem);
+	/* xa_load() only reads the xarray, which it does not take const */
+	struct xarray *children = (struct xarray *)&mr->odp.children;
+
+	if (!mr->odp.implicit)
+		return to_ib_umem_odp(mr->umem);
+	return xa_load(children, va >> SROCE_ODP_CHUNK_SHIFT);
 }
 
 /* The user virtual address of @iova. */
@@ -56,13 +74,12 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 };
 
 /*
- * Map [va, va + len) (user addresses of the MR), faulting pages in when
+ * Map [va, va + len) (user addresses within @odp), faulting pages in when
  * @fault; sleeps. 0 or a negative errno.
  */
-static int sroce_odp_map(struct sroce_mr *mr, u64 va, u64 len, bool write,
-			 bool fault)
+static int sroce_odp_map_umem(struct ib_umem_odp *odp, u64 va, u64 len,
+			      bool write, bool fault)
 {
-	struct ib_umem_odp *odp = sroce_mr_odp(mr);
 	int ret;
 
 	ret = ib_umem_odp_map_dma_and_lock(odp, va, len,
@@ -71,6 +88,91 @@ static int sroce_odp_map(struct sroce_mr *mr, u64 va, u64 len, bool write,
 		return ret;
 	mutex_unlock(&odp->umem_mutex);
 	return 0;
+}
+
+/* Does the process map anything in [va, va + len)? Sleeps. */
+static bool sroce_odp_mapping_at(struct mm_struct *mm, u64 va, u64 len)
+{
+	bool found;
+
+	if (!mmget_not_zero(mm))
+		return false;
+	mmap_read_lock(mm);
+	found = !!find_vma_intersection(mm, va, va + len);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return found;
+}
+
+/*
+ * The child of implicit MR @mr covering @va, made if the process maps
+ * something in its chunk (so the children, and their page lists, are
+ * bounded by what it maps, and by SROCE_ODP_MAX_CHILDREN). Under
+ * children_mutex.
+ */
+static struct ib_umem_odp *sroce_odp_child(struct sroce_mr *mr, u64 va)
+{
+	struct sroce_odp *o = &mr->odp;
+	unsigned long idx = va >> SROCE_ODP_CHUNK_SHIFT;
+	u64 start = (u64)idx << SROCE_ODP_CHUNK_SHIFT;
+	u64 len = min(start + SROCE_ODP_CHUNK, mr->length) - start;
+	struct ib_umem_odp *child;
+	int err;
+
+	lockdep_assert_held(&o->children_mutex);
+	child = xa_load(&o->children, idx);
+	if (child)
+		return child;
+	if (o->nchildren >= SROCE_ODP_MAX_CHILDREN)
+		return ERR_PTR(-ENOMEM);
+	if (!sroce_odp_mapping_at(mr->umem->owning_mm, start, len))
+		return ERR_PTR(-EFAULT);
+	child = ib_umem_odp_alloc_child(to_ib_umem_odp(mr->umem), start, len,
+					&sroce_odp_ops);
+	if (IS_ERR(child))
+		return child;
+	mutex_lock(&child->umem_mutex);
+	child->private = mr;
+	mutex_unlock(&child->umem_mutex);
+	err = xa_err(xa_store(&o->children, idx, child, GFP_KERNEL));
+	if (err) {
+		ib_umem_odp_release(child);
+		return ERR_PTR(err);
+	}
+	o->nchildren++;
+	return child;
+}
+
+/* Map [va, va + len) of an implicit MR chunk by chunk; sleeps. */
+static int sroce_odp_map_implicit(struct sroce_mr *mr, u64 va, u64 len,
+				  bool write, bool fault)
+{
+	struct ib_umem_odp *child;
+	u64 end = va + len, n;
+	int err = 0;
+
+	mutex_lock(&mr->odp.children_mutex);
+	for (; va < end && !err; va += n) {
+		n = min(end, round_down(va, SROCE_ODP_CHUNK) + SROCE_ODP_CHUNK) -
+		    va;
+		child = sroce_odp_child(mr, va);
+		if (IS_ERR(child))
+			err = PTR_ERR(child);
+		else
+			err = sroce_odp_map_umem(child, va, n, write, fault);
+	}
+	mutex_unlock(&mr->odp.children_mutex);
+	return err;
+}
+
+/* Map [va, va + len) (user addresses of the MR); sleeps. */
+static int sroce_odp_map(struct sroce_mr *mr, u64 va, u64 len, bool write,
+			 bool fault)
+{
+	if (mr->odp.implicit)
+		return sroce_odp_map_implicit(mr, va, len, write, fault);
+	return sroce_odp_map_umem(to_ib_umem_odp(mr->umem), va, len, write,
+				  fault);
 }
 
 static void sroce_odp_fault_work(struct work_struct *work)
@@ -103,7 +205,10 @@ static void sroce_odp_fault_work(struct work_struct *work)
 /*
  * A copy needs [va, va + len) and found a page missing: -EFAULT when the
  * last fault failed there (consumed), else -EAGAIN with a fault queued.
- * The caller holds a reference on @mr; the queued work holds another.
+ * A range apart from the one already pending is not merged with it (the
+ * gap may be memory nobody asked for, or not mapped at all): its copy
+ * finds it missing again when it retries and queues it then. The caller
+ * holds a reference on @mr; the queued work holds another.
  */
 static int sroce_odp_want(struct sroce_mr *mr, u64 va, u64 len, bool write)
 {
@@ -121,7 +226,7 @@ static int sroce_odp_want(struct sroce_mr *mr, u64 va, u64 len, bool write)
 	if (o->fault_start == o->fault_end) {
 		o->fault_start = va;
 		o->fault_end = va + len;
-	} else {
+	} else if (va <= o->fault_end && va + len >= o->fault_start) {
 		o->fault_start = min(o->fault_start, va);
 		o->fault_end = max(o->fault_end, va + len);
 	}
@@ -137,15 +242,21 @@ out:
 }
 
 /* Is every page of [va, va + len) mapped with the permission needed? */
-static bool sroce_odp_mapped(struct ib_umem_odp *odp, u64 va, u64 len,
+static bool sroce_odp_mapped(const struct sroce_mr *mr, u64 va, u64 len,
 			     bool write)
 {
-	u64 start = ib_umem_start(odp), addr;
+	struct ib_umem_odp *odp;
+	u64 addr, step;
 
-	for (addr = va & ~(BIT_ULL(odp->page_shift) - 1); addr < va + len;
-	     addr += BIT_ULL(odp->page_shift))
-		if (!sroce_odp_byte_mapped(odp, addr - start, write))
+	for (addr = va; addr < va + len; addr = round_down(addr, step) + step) {
+		odp = sroce_odp_umem(mr, addr);
+		if (!odp)
 			return false;
+		step = BIT_ULL(odp->page_shift);
+		if (!sroce_odp_byte_mapped(odp, addr - ib_umem_start(odp),
+					   write))
+			return false;
+	}
 	return true;
 }
 
@@ -155,7 +266,7 @@ int sroce_odp_lock(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 	u64 va = sroce_odp_va(mr, iova);
 
 	read_lock_irqsave(&mr->odp.lock, *flags);
-	if (sroce_odp_mapped(sroce_mr_odp(mr), va, len, write))
+	if (sroce_odp_mapped(mr, va, len, write))
 		return 0;
 	read_unlock_irqrestore(&mr->odp.lock, *flags);
 	return sroce_odp_want(mr, va, len, write);
@@ -169,21 +280,28 @@ void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags)
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,
 			    unsigned int *off)
 {
-	struct ib_umem_odp *odp = sroce_mr_odp(mr);
-	u64 byte = sroce_odp_va(mr, iova) - ib_umem_start(odp);
-	void *kva = sroce_odp_byte_kva(odp, byte);
+	u64 va = sroce_odp_va(mr, iova);
+	struct ib_umem_odp *odp = sroce_odp_umem(mr, va);
+	void *kva = sroce_odp_byte_kva(odp, va - ib_umem_start(odp));
 
 	*off = offset_in_page(kva);
 	return virt_to_page(kva);
+}
+
+static void sroce_odp_init_state(struct sroce_odp *o)
+{
+	rwlock_init(&o->lock);
+	spin_lock_init(&o->fault_lock);
+	INIT_WORK(&o->fault_work, sroce_odp_fault_work);
+	xa_init(&o->children);
+	mutex_init(&o->children_mutex);
 }
 
 int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access)
 {
 	struct ib_umem_odp *odp;
 
-	rwlock_init(&mr->odp.lock);
-	spin_lock_init(&mr->odp.fault_lock);
-	INIT_WORK(&mr->odp.fault_work, sroce_odp_fault_work);
+	sroce_odp_init_state(&mr->odp);
 	odp = ib_umem_odp_get(mr->ibmr.pd->device, start, length,
 			      sroce_odp_umem_access(access), &sroce_odp_ops);
 	if (IS_ERR(odp))
@@ -193,6 +311,40 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access)
 	odp->private = mr;
 	mutex_unlock(&odp->umem_mutex);
 	return 0;
+}
+
+/*
+ * The root umem holds no mm reference of its own (its children's
+ * notifiers do): hold the mm_struct for ib_umem_odp_alloc_child().
+ * Addresses beyond the process's task_size are outside the MR.
+ */
+int sroce_odp_init_implicit(struct sroce_mr *mr, int access)
+{
+	struct ib_umem_odp *root;
+
+	sroce_odp_init_state(&mr->odp);
+	root = ib_umem_odp_alloc_implicit(mr->ibmr.pd->device, access);
+	if (IS_ERR(root))
+		return PTR_ERR(root);
+	mr->umem = &root->umem;
+	mmgrab(root->umem.owning_mm);
+	mr->odp.implicit = true;
+	mr->iova = 0;
+	mr->length = root->umem.owning_mm->task_size;
+	return 0;
+}
+
+void sroce_odp_fini(struct sroce_mr *mr)
+{
+	struct ib_umem_odp *child;
+	unsigned long idx;
+
+	if (!mr->odp.implicit)
+		return;
+	xa_for_each(&mr->odp.children, idx, child)
+		ib_umem_odp_release(child);
+	xa_destroy(&mr->odp.children);
+	mmdrop(mr->umem->owning_mm);
 }
 
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,

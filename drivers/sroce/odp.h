@@ -18,6 +18,11 @@
  * fault that cannot map the range (the memory is gone or read-only) is
  * remembered, and the next copy finding a page of it missing fails with
  * -EFAULT, which becomes the usual protection or remote access error.
+ *
+ * An implicit MR (the whole address space) maps its pages in child umems
+ * of one chunk each, made by faults; each child's notifier unmaps its own
+ * pages under the MR's ODP lock, and copies find each page's child under
+ * that lock (struct sroce_odp).
  */
 #ifndef SROCE_ODP_H
 #define SROCE_ODP_H
@@ -29,6 +34,14 @@ struct sroce_mr;
 
 /* Pin nothing: attach an ODP umem of [start, start + length) to @mr. */
 int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access);
+/*
+ * Implicit ODP (ibv_reg_mr(pd, NULL, SIZE_MAX, ...)): @mr covers the
+ * caller's whole address space, iova == user address; pages are mapped
+ * in per-chunk child umems made by faults (struct sroce_odp).
+ */
+int sroce_odp_init_implicit(struct sroce_mr *mr, int access);
+/* Before the umem is released: an implicit MR's children. */
+void sroce_odp_fini(struct sroce_mr *mr);
 
 /*
  * Before a copy of [iova, iova + len) of an ODP MR: 0 with the ODP lock

@@ -92,10 +92,11 @@ static int sroce_query_device(struct ib_device *ibdev,
 		 * ODP MRs (odp.c) for every access of RC and UC; UD sends
 		 * only: a UD receive that finds its ODP pages missing is
 		 * dropped (RC answers RNR NAK and the peer retries).
-		 * Explicit MRs only, no implicit (whole address space) one.
+		 * Implicit MRs (the whole address space) too.
 		 */
 		.odp_caps = {
-			.general_caps = IB_ODP_SUPPORT,
+			.general_caps = IB_ODP_SUPPORT |
+					IB_ODP_SUPPORT_IMPLICIT,
 			.per_transport_caps = {
 				.rc_odp_caps = SROCE_ODP_CAPS_RC,
 				.uc_odp_caps = SROCE_ODP_CAPS_UC,

@@ -10,8 +10,11 @@
 # WRITE there must complete with a remote access error and leave the
 # alias untouched (a write through a stale page would show there), a WRITE
 # from an unmapped source with a local protection error, and dereg must
-# return. On the debug kernel KASAN and lockdep watch the notifier, the
-# fault work and the copies.
+# return. Then the same through an implicit MR (the whole address space)
+# on memory mapped after it, across one of its 2 MiB chunk boundaries,
+# with addresses beyond the address space refused. On the debug kernel
+# KASAN, lockdep and kmemleak watch the notifiers, the fault work, the
+# child umems and the copies.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -25,4 +28,4 @@ idx=$(gid_index "$SROCE_DEV" 4)
 with_timeout 120 "$odpcheck" -d "$SROCE_DEV" -g "$idx" >"$out" 2>&1 || true
 cat "$out"
 grep -q "^odp: .*, 0 failures: PASS$" "$out" || fail "sroce-odp: no PASS line"
-log "PASS: ODP faults, invalidation by munmap, errors for unmapped memory"
+log "PASS: ODP faults, invalidation by munmap, errors for unmapped memory, implicit ODP"

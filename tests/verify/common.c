@@ -212,3 +212,14 @@ int poll_cq(struct ibv_cq *cq, struct ibv_wc *wc, long timeout_ms)
 		die("ibv_poll_cq");
 	return 1;
 }
+
+void post_recv_buf(struct ibv_qp *qp, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+			       .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("ibv_post_recv");
+}

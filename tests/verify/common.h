@@ -77,6 +77,9 @@ int side_channel(const char *host, const char *port, int timeout_ms);
 void sc_send(int fd, const void *p, size_t len);
 void sc_recv(int fd, void *p, size_t len);
 
+/* Post one receive WQE of [addr, addr + len) with @lkey; dies on error. */
+void post_recv_buf(struct ibv_qp *qp, void *addr, uint32_t len, uint32_t lkey);
+
 /*
  * The next completion of @cq within @timeout_ms: 1, or 0 on timeout. Dies
  * if polling fails.

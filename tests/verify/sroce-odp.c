@@ -5,7 +5,7 @@
  * over a memfd mapping whose pages are also mapped a second time (the
  * alias), so every byte the device places is seen through the alias.
  *
- *  - the capabilities: ODP reported, RC with every operation, no implicit
+ *  - the capabilities: ODP and implicit ODP, RC with every operation
  *  - WRITE into pages never touched (faulted in on demand), READ back into
  *    an untouched ODP buffer, FETCH_AND_ADD: data checked on both sides
  *  - munmap of the MR's second half (the alias keeps the pages alive): a
@@ -14,6 +14,15 @@
  *  - a WRITE from an unmapped ODP source completes IBV_WC_LOC_PROT_ERR
  *  - dereg of an MR while a WRITE into it is being faulted in, and of the
  *    half-unmapped MR, return
+ *  - an implicit MR (NULL, SIZE_MAX: the whole address space), its lkey
+ *    and rkey on memory mapped after it was registered: WRITE, READ and
+ *    SEND/RECV across a 2 MiB boundary (two of its chunks), data checked
+ *    through the alias; munmap of a target page, then WRITE there: remote
+ *    access error, the alias untouched, the next page still reachable; a
+ *    new mapping at the same address receives the next WRITE; an unmapped
+ *    source: local protection error; addresses beyond the user address
+ *    space: remote access and local protection errors; ibv_advise_mr
+ *    prefetch of mapped memory succeeds, of unmapped memory fails
  *
  * Prints "odp: N checks, F failures: PASS|FAIL"; exit 0 only on PASS.
  */
@@ -124,8 +133,9 @@ static void check_caps(void)
 
 	if (ibv_query_device_ex(ctx, NULL, &attr))
 		die("ibv_query_device_ex");
-	CHECK(attr.odp_caps.general_caps == IBV_ODP_SUPPORT,
-	      "general_caps 0x%llx, want IBV_ODP_SUPPORT alone",
+	CHECK(attr.odp_caps.general_caps ==
+	      (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT),
+	      "general_caps 0x%llx, want IBV_ODP_SUPPORT and _IMPLICIT",
 	      (unsigned long long)attr.odp_caps.general_caps);
 	CHECK(attr.odp_caps.per_transport_caps.rc_odp_caps == rc,
 	      "rc_odp_caps 0x%x, want 0x%x",
@@ -143,6 +153,173 @@ static int count_bad(const unsigned char *p, size_t len, unsigned char want)
 	for (i = 0; i < len; i++)
 		bad += p[i] != want;
 	return bad;
+}
+
+/* @len bytes of a fresh memfd mapped twice (*alias the second), untouched */
+static unsigned char *map_twice(size_t len, unsigned char **alias)
+{
+	unsigned char *p;
+	int fd = memfd_create("sroce-odp", 0);
+
+	if (fd < 0 || ftruncate(fd, len))
+		die("memfd");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	*alias = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED || *alias == MAP_FAILED)
+		die("mmap");
+	close(fd);
+	return p;
+}
+
+/* SEND [src, src + len) to a RECV at dst; both completions' status */
+static void send_recv(struct pair *p, void *src, void *dst, uint32_t len,
+		      uint32_t lkey)
+{
+	enum ibv_wc_status st[2];
+	struct ibv_wc wc;
+	int i;
+
+	post_recv_buf(p->tgt, dst, len, lkey);
+	post_op(p->req, IBV_WR_SEND, src, len, lkey, 0, 0, 0);
+	for (i = 0; i < 2; i++) {
+		if (!poll_cq(cq, &wc, TIMEOUT_MS))
+			fatal("no completion");
+		st[wc.opcode == IBV_WC_RECV] = wc.status;
+		if (wc.opcode == IBV_WC_RECV)
+			CHECK(wc.byte_len == len, "implicit RECV: %u bytes",
+			      wc.byte_len);
+	}
+	CHECK(st[0] == IBV_WC_SUCCESS && st[1] == IBV_WC_SUCCESS,
+	      "implicit SEND/RECV: %s, %s", ibv_wc_status_str(st[0]),
+	      ibv_wc_status_str(st[1]));
+}
+
+#define CHUNK		(2u << 20)	/* the driver's implicit chunk */
+#define ILEN		(2 * CHUNK)
+#define IOFF		(CHUNK - 2 * PAGE)	/* 2 pages before a boundary */
+#define IPAGES		4
+#define FAR_AWAY	(1ull << 62)	/* beyond any user address space */
+
+/* An access through the implicit MR that must fail with @want. */
+static void implicit_refused(struct ibv_mr *imr, void *local, uint64_t raddr,
+			     enum ibv_wc_status want, const char *what)
+{
+	struct pair p = pair_new();
+	enum ibv_wc_status st;
+
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, local, PAGE, imr->lkey, raddr,
+		     imr->rkey, 0);
+	CHECK(st == want, "implicit WRITE %s: %s, want %s", what,
+	      ibv_wc_status_str(st), ibv_wc_status_str(want));
+	pair_free(&p);
+}
+
+/*
+ * The implicit MR: tgt (aliased) and src, dst mapped after registration,
+ * [IOFF, IOFF + IPAGES pages) crossing a chunk boundary.
+ */
+static void check_implicit(void)
+{
+	unsigned char *tgt, *alias, *src, *dst, *t, *a;
+	struct ibv_sge sge;
+	struct ibv_mr *imr;
+	enum ibv_wc_status st;
+	struct pair p;
+	int bad, err;
+
+	imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACCESS);
+	if (!imr)
+		die("ibv_reg_mr(NULL, SIZE_MAX, ON_DEMAND)");
+	tgt = map_twice(ILEN, &alias);
+	src = mmap(NULL, ILEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = mmap(NULL, ILEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED || dst == MAP_FAILED)
+		die("mmap");
+	/* 2 pages before a 2 MiB boundary, a page or more inside tgt */
+	t = (unsigned char *)((((uintptr_t)tgt + 4 * PAGE + CHUNK - 1) &
+			       ~(uintptr_t)(CHUNK - 1)) - 2 * PAGE);
+	a = alias + (t - tgt);
+
+	p = pair_new();
+	memset(src, 0x3c, ILEN);
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src + IOFF, IPAGES * PAGE,
+		     imr->lkey, (uintptr_t)t, imr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "implicit WRITE: %s",
+	      ibv_wc_status_str(st));
+	bad = count_bad(a, IPAGES * PAGE, 0x3c);
+	CHECK(!bad, "implicit WRITE: %d bytes wrong at the target", bad);
+	bad = count_bad(a - PAGE, PAGE, 0) +
+	      count_bad(a + IPAGES * PAGE, PAGE, 0);
+	CHECK(!bad, "implicit WRITE: %d bytes written beside it", bad);
+	st = rdma_op(p.req, IBV_WR_RDMA_READ, dst + IOFF, IPAGES * PAGE,
+		     imr->lkey, (uintptr_t)t, imr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "implicit READ: %s",
+	      ibv_wc_status_str(st));
+	bad = count_bad(dst + IOFF, IPAGES * PAGE, 0x3c);
+	CHECK(!bad, "implicit READ: %d bytes wrong", bad);
+	memset(src, 0xc3, ILEN);
+	send_recv(&p, src + IOFF, t, IPAGES * PAGE, imr->lkey);
+	bad = count_bad(a, IPAGES * PAGE, 0xc3);
+	CHECK(!bad, "implicit SEND/RECV: %d bytes wrong", bad);
+	pair_free(&p);
+
+	/* the first page past the boundary unmapped: the alias keeps it */
+	if (munmap(t + 2 * PAGE, PAGE))
+		die("munmap");
+	memset(src, 0x77, ILEN);
+	implicit_refused(imr, src, (uintptr_t)t + 2 * PAGE,
+			 IBV_WC_REM_ACCESS_ERR, "to an unmapped page");
+	bad = count_bad(a + 2 * PAGE, PAGE, 0xc3);
+	CHECK(!bad, "implicit WRITE to an unmapped page changed %d bytes",
+	      bad);
+	p = pair_new();
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, PAGE, imr->lkey,
+		     (uintptr_t)t + 3 * PAGE, imr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS && !count_bad(a + 3 * PAGE, PAGE, 0x77),
+	      "implicit WRITE beside the unmapped page: %s",
+	      ibv_wc_status_str(st));
+	/* a new mapping there: the next WRITE lands in it */
+	if (mmap(t + 2 * PAGE, PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		die("mmap MAP_FIXED");
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, PAGE, imr->lkey,
+		     (uintptr_t)t + 2 * PAGE, imr->rkey, 0);
+	bad = count_bad(t + 2 * PAGE, PAGE, 0x77);
+	CHECK(st == IBV_WC_SUCCESS && !bad,
+	      "implicit WRITE to a new mapping: %s, %d bytes wrong",
+	      ibv_wc_status_str(st), bad);
+	bad = count_bad(a + 2 * PAGE, PAGE, 0xc3);
+	CHECK(!bad, "implicit WRITE to a new mapping reached the old page");
+	pair_free(&p);
+
+	/* prefetch: mapped memory faults in, unmapped memory fails */
+	sge = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = ILEN,
+				.lkey = imr->lkey };
+	err = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	CHECK(!err, "ibv_advise_mr of mapped memory: %s", strerror(err));
+	if (munmap(src, ILEN))
+		die("munmap");
+	sge.addr = (uintptr_t)src;
+	err = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	CHECK(err, "ibv_advise_mr of unmapped memory succeeded");
+
+	implicit_refused(imr, src, (uintptr_t)t, IBV_WC_LOC_PROT_ERR,
+			 "from an unmapped source");
+	implicit_refused(imr, dst, FAR_AWAY, IBV_WC_REM_ACCESS_ERR,
+			 "beyond the address space");
+	implicit_refused(imr, (void *)(uintptr_t)FAR_AWAY, (uintptr_t)t,
+			 IBV_WC_LOC_PROT_ERR, "from beyond the address space");
+	bad = count_bad(a, 2 * PAGE, 0xc3);
+	CHECK(!bad, "failed implicit WRITEs changed %d bytes", bad);
+
+	CHECK(!ibv_dereg_mr(imr), "dereg of the implicit MR");
+	munmap(tgt, ILEN);
+	munmap(alias, ILEN);
+	munmap(dst, ILEN);
 }
 
 int main(int argc, char **argv)
@@ -269,6 +446,8 @@ int main(int argc, char **argv)
 	CHECK(st == IBV_WC_SUCCESS || st == IBV_WC_REM_ACCESS_ERR,
 	      "WRITE racing dereg: %s", ibv_wc_status_str(st));
 	pair_free(&p);
+
+	check_implicit();
 
 	CHECK(!ibv_dereg_mr(tgt_mr), "dereg of the half-unmapped MR");
 	CHECK(!ibv_dereg_mr(src_mr), "dereg of the unmapped MR");
