@@ -18,6 +18,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce.h"
+#include "cq.h"
 #include "mr.h"
 
 /* No IEEE OUI: all ones, as other software RDMA devices report. */
@@ -87,6 +88,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 				    (SROCE_HAVE_FLUSH_ACCESS ?
 				     SROCE_DEVICE_FLUSH_GLOBAL : 0),
 		.max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES,
+		/* completion timestamps (cq.c): a 64-bit clock in ns */
+		.timestamp_mask = U64_MAX,
+		.hca_core_clock = SROCE_CLOCK_KHZ,
 		.kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING,
 		/*
 		 * ODP MRs (odp.c) for every access of RC and UC; UD sends

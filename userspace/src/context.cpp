@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <new>
 
 namespace sroce {
@@ -50,6 +51,7 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.query_device_ex = query_device_ex;
     ops.query_port = query_port;
     ops.query_qp = query_qp;
+    ops.query_rt_values = query_rt_values;
     ops.query_srq = query_srq;
     ops.reg_mr = reg_mr;
     ops.req_notify_cq = req_notify_cq;
@@ -109,6 +111,19 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
     (void)std::snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
                         "%" PRIu64 ".%" PRIu64 ".%" PRIu64, (fw >> 32) & 0xffff,
                         (fw >> 16) & 0xffff, fw & 0xffff);
+    return 0;
+}
+
+// The device clock of completion timestamps is the kernel's
+// CLOCK_MONOTONIC_RAW (hca_core_clock: 1 GHz), which user space reads too.
+int query_rt_values(ibv_context* /*ctx*/, ibv_values_ex* values) noexcept {
+    std::uint32_t filled = 0;
+    if ((values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) != 0) {
+        if (clock_gettime(CLOCK_MONOTONIC_RAW, &values->raw_clock) != 0)
+            return errno;
+        filled |= IBV_VALUES_MASK_RAW_CLOCK;
+    }
+    values->comp_mask = filled;
     return 0;
 }
 

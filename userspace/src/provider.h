@@ -87,6 +87,10 @@ struct Cq {
     // returned so far, and the decoded current one.
     std::uint32_t polled = 0;
     ibv_wc current{};
+    // Created with completion timestamps: the current CQE's two clocks.
+    bool timestamps = false;
+    std::uint64_t timestamp = 0;
+    std::uint64_t wallclock_ns = 0;
 };
 
 struct SendQueue {
@@ -184,6 +188,7 @@ const verbs_device_ops& device_ops() noexcept;
 // --- verbs (context.cpp) ---------------------------------------------------
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* private_data) noexcept;
 void free_context(ibv_context* ctx) noexcept;
+int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, std::size_t attr_size) noexcept;
 int query_port(ibv_context* ctx, std::uint8_t port_num, ibv_port_attr* attr) noexcept;

@@ -225,7 +225,7 @@ struct verbs_context_ops {
     int (*query_port)(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr);
     int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
     UnusedOp query_qp_data_in_order;
-    UnusedOp query_rt_values;
+    int (*query_rt_values)(ibv_context* context, ibv_values_ex* values);
     int (*query_srq)(ibv_srq* srq, ibv_srq_attr* attr);
     UnusedOp read_counters;
     UnusedOp reg_dm_mr;
