@@ -247,6 +247,18 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 }
 
+/*
+ * ib_core answers UVERBS_METHOD_QUERY_CONTEXT (which ibv_import_device
+ * issues on the shared file) only for drivers with this op. A context has
+ * no driver-specific state to report: every mapped ring is described by
+ * its own object's create response.
+ */
+static int sroce_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
 /* Objects mapping memory removed their entries when they were destroyed. */
 static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
@@ -434,6 +446,7 @@ const struct ib_device_ops sroce_verbs_ops = {
 	.get_link_layer = sroce_get_link_layer,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.query_ucontext = sroce_query_ucontext,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.alloc_pd = sroce_alloc_pd,
 	.dealloc_pd = sroce_dealloc_pd,

@@ -40,6 +40,8 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.detach_mcast = detach_mcast;
     ops.free_context = free_context;
     ops.get_srq_num = get_srq_num;
+    ops.import_mr = import_mr;
+    ops.import_pd = import_pd;
     ops.modify_qp = modify_qp;
     ops.modify_srq = modify_srq;
     ops.open_qp = open_qp;
@@ -57,6 +59,8 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.req_notify_cq = req_notify_cq;
     ops.rereg_mr = rereg_mr;
     ops.resize_cq = resize_cq;
+    ops.unimport_mr = unimport_mr;
+    ops.unimport_pd = unimport_pd;
     return ops;
 }
 
@@ -87,6 +91,28 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
         return nullptr;
     }
     ctx->max_inline_data = drv.max_inline_data;
+    verbs_set_ops(&ctx->vctx, &kContextOps);
+    return &ctx->vctx;
+}
+
+// ibv_import_device: a context over another open uverbs file of an sroce
+// device (the device matched by its ABI version). Nothing per context
+// comes from the kernel: each object's rings are described by its own
+// create response. max_inline_data stays 0 (nothing reads it: QPs get
+// their inline limit from their create response).
+verbs_context* import_context(ibv_device* device, int cmd_fd) noexcept {
+    auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
+            device, cmd_fd, sizeof(Context), nullptr /* offset of Context::vctx */, kDriverId));
+    if (ctx == nullptr)
+        return nullptr;
+    // Fails (EIO) when the file's context has been disassociated.
+    const int err = ibv_cmd_query_context(&ctx->vctx.context, nullptr);
+    if (err != 0) {
+        verbs_uninit_context(&ctx->vctx); // closes cmd_fd, as libibverbs expects
+        std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
+        set_errno(err);
+        return nullptr;
+    }
     verbs_set_ops(&ctx->vctx, &kContextOps);
     return &ctx->vctx;
 }
@@ -194,6 +220,25 @@ int dealloc_pd(ibv_pd* ibpd) noexcept {
         return err;
     delete pd;
     return 0;
+}
+
+// ibv_import_pd: the kernel checks pd_handle on every command that names
+// it (a handle this file does not hold fails there). pdn is not known and
+// not needed: nothing in the provider reads it.
+ibv_pd* import_pd(ibv_context* ctx, std::uint32_t pd_handle) noexcept {
+    auto* pd = new (std::nothrow) Pd{};
+    if (pd == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    pd->pd.context = ctx;
+    pd->pd.handle = pd_handle;
+    return &pd->pd;
+}
+
+// The kernel's PD stays: its owner deallocates it.
+void unimport_pd(ibv_pd* ibpd) noexcept {
+    delete to_pd(ibpd);
 }
 
 Pd* parent_domain(ibv_pd* ibpd) noexcept {

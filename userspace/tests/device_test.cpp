@@ -23,6 +23,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -766,6 +767,63 @@ TEST_F(ExtendedCq, StampsCompletionsWithBothClocks) {
         last_raw = c.timestamp;
         last_wall = c.wallclock_ns;
     }
+}
+
+// ibv_import_device over a copy of the command file: the imported context
+// shares the PD and MR (the same kernel objects and keys), and a QP of its
+// own moves data with them.
+TEST_F(Device, ImportedContextSharesPdAndMr) {
+    const int fd = dup(ctx_->cmd_fd);
+    ASSERT_GE(fd, 0);
+    ContextPtr ictx{ibv_import_device(fd)}; // owns fd from here on
+    ASSERT_TRUE(ictx) << std::strerror(errno);
+    Buffer buf{pd_.get(), 4096, kAllAccess};
+    ASSERT_TRUE(buf.mr);
+    ibv_pd* ipd = ibv_import_pd(ictx.get(), pd_->handle);
+    ASSERT_NE(ipd, nullptr) << std::strerror(errno);
+    ibv_mr* imr = ibv_import_mr(ipd, buf.mr->handle);
+    ASSERT_NE(imr, nullptr) << std::strerror(errno);
+    EXPECT_EQ(imr->lkey, buf.mr->lkey);
+    EXPECT_EQ(imr->rkey, buf.mr->rkey);
+    EXPECT_EQ(imr->length, buf.bytes.size());
+    EXPECT_EQ(ibv_import_mr(ipd, buf.mr->handle + 1000), nullptr) << "a handle it does not hold";
+    {
+        CqPtr icq{ibv_create_cq(ictx.get(), 16, nullptr, nullptr, 0)};
+        CqPtr cq = make_cq();
+        ASSERT_TRUE(icq && cq);
+        ibv_qp_init_attr attr{};
+        attr.send_cq = icq.get();
+        attr.recv_cq = icq.get();
+        attr.qp_type = IBV_QPT_RC;
+        attr.cap.max_send_wr = 4;
+        attr.cap.max_recv_wr = 4;
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        QpPtr a{ibv_create_qp(ipd, &attr)};
+        QpPtr b = make_qp(IBV_QPT_RC, cq.get(), cq.get());
+        ASSERT_TRUE(a && b) << std::strerror(errno);
+        ASSERT_TRUE(connect_rc(a.get(), b->qp_num));
+        ASSERT_TRUE(connect_rc(b.get(), a->qp_num));
+        std::iota(buf.bytes.begin(), buf.bytes.begin() + 64, std::uint8_t{1});
+        ibv_sge sge{buf.addr(0), 64, imr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = 9;
+        wr.opcode = IBV_WR_RDMA_WRITE;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = buf.addr(2048);
+        wr.wr.rdma.rkey = imr->rkey;
+        ibv_send_wr* bad = nullptr;
+        ASSERT_EQ(ibv_post_send(a.get(), &wr, &bad), 0);
+        const auto got = wait_completions(icq.get(), 1);
+        ASSERT_EQ(got.size(), 1U);
+        EXPECT_EQ(got[0].status, IBV_WC_SUCCESS);
+        EXPECT_EQ(got[0].wr_id, 9U);
+        EXPECT_EQ(std::memcmp(buf.bytes.data() + 2048, buf.bytes.data(), 64), 0);
+    }
+    ibv_unimport_mr(imr);
+    ibv_unimport_pd(ipd);
 }
 
 TEST_F(Device, CompletionChannelDeliversAnEventWhenArmed) {
