@@ -4,6 +4,7 @@
  * mapping) and kernel CQs (sroce_poll_cq). Locking: struct sroce_cq.
  */
 
+#include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
 #include <rdma/ib_verbs.h>
@@ -40,7 +41,9 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct sroce_create_cq_resp resp = {};
 	int err;
 
-	if (attr->flags)
+	/* only user CQs have a place for timestamps: the mapped CQE */
+	if (attr->flags & ~IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION ||
+	    (attr->flags && !udata))
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > SROCE_MAX_CQE)
 		return -EINVAL;
@@ -52,6 +55,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return err;
 	spin_lock_init(&cq->lock);
 	cq->is_user = !!udata;
+	cq->timestamps = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 	err = sroce_queue_init(&cq->queue, sroce_cq_entries(attr->cqe),
 			       sizeof(struct sroce_cqe));
 	if (err)
@@ -85,6 +89,7 @@ int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 int sroce_cq_post_locked(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 			 bool solicited, bool *notify)
 {
+	struct sroce_cqe *slot;
 	unsigned long flags;
 	int err = 0;
 
@@ -100,7 +105,13 @@ int sroce_cq_post_locked(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 		err = -ENOSPC;
 		goto out;
 	}
-	memcpy(sroce_queue_slot(&cq->queue, cq->producer), cqe, sizeof(*cqe));
+	slot = sroce_queue_slot(&cq->queue, cq->producer);
+	memcpy(slot, cqe, sizeof(*cqe));
+	/* under the lock: a CQ's timestamps never go back */
+	if (cq->timestamps) {
+		slot->timestamp = ktime_get_raw_ns();
+		slot->wallclock_ns = ktime_get_real_ns();
+	}
 	cq->producer++;
 	sroce_queue_publish_producer(&cq->queue, cq->producer);
 

@@ -24,6 +24,13 @@
 #define SROCE_WC_F_WITH_IMM	BIT(1)	/* IBV_WC_WITH_IMM */
 #define SROCE_WC_F_WITH_INV	BIT(3)	/* IBV_WC_WITH_INV */
 
+/*
+ * The device clock of completion timestamps is CLOCK_MONOTONIC_RAW, which
+ * counts nanoseconds: a 1 GHz clock, as ib_device_attr.hca_core_clock
+ * (kHz) gives it.
+ */
+#define SROCE_CLOCK_KHZ		1000000
+
 struct sroce_cq {
 	struct ib_cq ibcq;
 
@@ -42,6 +49,7 @@ struct sroce_cq {
 	bool comp_pending;	/* completion handler call owed */
 	bool err_pending;	/* IB_EVENT_CQ_ERR owed */
 	bool is_user;
+	bool timestamps;	/* IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION */
 };
 
 static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)

@@ -18,6 +18,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce.h"
+#include "cq.h"
 #include "mr.h"
 
 /* No IEEE OUI: all ones, as other software RDMA devices report. */
@@ -87,6 +88,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 				    (SROCE_HAVE_FLUSH_ACCESS ?
 				     SROCE_DEVICE_FLUSH_GLOBAL : 0),
 		.max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES,
+		/* completion timestamps (cq.c): a 64-bit clock in ns */
+		.timestamp_mask = U64_MAX,
+		.hca_core_clock = SROCE_CLOCK_KHZ,
 		.kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING,
 		/*
 		 * ODP MRs (odp.c) for every access of RC and UC; UD sends
@@ -242,6 +246,18 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 		return -EINVAL;
 
 	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+}
+
+/*
+ * ib_core answers UVERBS_METHOD_QUERY_CONTEXT (which ibv_import_device
+ * issues on the shared file) only for drivers with this op. A context has
+ * no driver-specific state to report: every mapped ring is described by
+ * its own object's create response.
+ */
+static int sroce_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
 }
 
 /* Objects mapping memory removed their entries when they were destroyed. */
@@ -431,6 +447,7 @@ const struct ib_device_ops sroce_verbs_ops = {
 	.get_link_layer = sroce_get_link_layer,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.query_ucontext = sroce_query_ucontext,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.alloc_pd = sroce_alloc_pd,
 	.dealloc_pd = sroce_dealloc_pd,

@@ -16,7 +16,7 @@ suite=/usr/share/doc/rdma-core/tests
 [[ -f $suite/run_tests.py ]] || fail "$suite is missing (python3-pyverbs; make deps)"
 python3 -c "import pyverbs" 2>/dev/null || fail "pyverbs is not importable"
 doc=$SROCE_TOP/Documentation/pyverbs.md
-min_passed=130
+min_passed=132
 
 work=$(mktemp -d /tmp/pyverbs.XXXXXX)
 cp -r "$suite" "$work/tests"

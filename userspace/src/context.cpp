@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <new>
 
 namespace sroce {
@@ -39,6 +40,8 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.detach_mcast = detach_mcast;
     ops.free_context = free_context;
     ops.get_srq_num = get_srq_num;
+    ops.import_mr = import_mr;
+    ops.import_pd = import_pd;
     ops.modify_qp = modify_qp;
     ops.modify_srq = modify_srq;
     ops.open_qp = open_qp;
@@ -50,11 +53,14 @@ constexpr verbs_context_ops make_context_ops() noexcept {
     ops.query_device_ex = query_device_ex;
     ops.query_port = query_port;
     ops.query_qp = query_qp;
+    ops.query_rt_values = query_rt_values;
     ops.query_srq = query_srq;
     ops.reg_mr = reg_mr;
     ops.req_notify_cq = req_notify_cq;
     ops.rereg_mr = rereg_mr;
     ops.resize_cq = resize_cq;
+    ops.unimport_mr = unimport_mr;
+    ops.unimport_pd = unimport_pd;
     return ops;
 }
 
@@ -89,6 +95,28 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
     return &ctx->vctx;
 }
 
+// ibv_import_device: a context over another open uverbs file of an sroce
+// device (the device matched by its ABI version). Nothing per context
+// comes from the kernel: each object's rings are described by its own
+// create response. max_inline_data stays 0 (nothing reads it: QPs get
+// their inline limit from their create response).
+verbs_context* import_context(ibv_device* device, int cmd_fd) noexcept {
+    auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
+            device, cmd_fd, sizeof(Context), nullptr /* offset of Context::vctx */, kDriverId));
+    if (ctx == nullptr)
+        return nullptr;
+    // Fails (EIO) when the file's context has been disassociated.
+    const int err = ibv_cmd_query_context(&ctx->vctx.context, nullptr);
+    if (err != 0) {
+        verbs_uninit_context(&ctx->vctx); // closes cmd_fd, as libibverbs expects
+        std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
+        set_errno(err);
+        return nullptr;
+    }
+    verbs_set_ops(&ctx->vctx, &kContextOps);
+    return &ctx->vctx;
+}
+
 void free_context(ibv_context* ibctx) noexcept {
     Context* ctx = to_context(ibctx);
     verbs_uninit_context(&ctx->vctx);
@@ -109,6 +137,19 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
     (void)std::snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
                         "%" PRIu64 ".%" PRIu64 ".%" PRIu64, (fw >> 32) & 0xffff,
                         (fw >> 16) & 0xffff, fw & 0xffff);
+    return 0;
+}
+
+// The device clock of completion timestamps is the kernel's
+// CLOCK_MONOTONIC_RAW (hca_core_clock: 1 GHz), which user space reads too.
+int query_rt_values(ibv_context* /*ctx*/, ibv_values_ex* values) noexcept {
+    std::uint32_t filled = 0;
+    if ((values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) != 0) {
+        if (clock_gettime(CLOCK_MONOTONIC_RAW, &values->raw_clock) != 0)
+            return errno;
+        filled |= IBV_VALUES_MASK_RAW_CLOCK;
+    }
+    values->comp_mask = filled;
     return 0;
 }
 
@@ -179,6 +220,25 @@ int dealloc_pd(ibv_pd* ibpd) noexcept {
         return err;
     delete pd;
     return 0;
+}
+
+// ibv_import_pd: the kernel checks pd_handle on every command that names
+// it (a handle this file does not hold fails there). pdn is not known and
+// not needed: nothing in the provider reads it.
+ibv_pd* import_pd(ibv_context* ctx, std::uint32_t pd_handle) noexcept {
+    auto* pd = new (std::nothrow) Pd{};
+    if (pd == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    pd->pd.context = ctx;
+    pd->pd.handle = pd_handle;
+    return &pd->pd;
+}
+
+// The kernel's PD stays: its owner deallocates it.
+void unimport_pd(ibv_pd* ibpd) noexcept {
+    delete to_pd(ibpd);
 }
 
 Pd* parent_domain(ibv_pd* ibpd) noexcept {

@@ -59,14 +59,22 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp
 
 namespace {
 
-constexpr std::uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+constexpr std::uint64_t kTimestampWcFlags =
+        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+constexpr std::uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS | kTimestampWcFlags;
 
 Cq& cq_of(ibv_cq_ex* cqx) noexcept {
     return *reinterpret_cast<Cq*>(cqx);
 }
 
 void load_current(Cq& cq) noexcept {
-    decode_cqe(cq.ring.peek(cq.polled), cq.current);
+    const std::byte* slot = cq.ring.peek(cq.polled);
+    decode_cqe(slot, cq.current);
+    if (cq.timestamps) {
+        std::memcpy(&cq.timestamp, slot + offsetof(sroce_cqe, timestamp), sizeof(cq.timestamp));
+        std::memcpy(&cq.wallclock_ns, slot + offsetof(sroce_cqe, wallclock_ns),
+                    sizeof(cq.wallclock_ns));
+    }
     cq.vcq.cq_ex.wr_id = cq.current.wr_id;
     cq.vcq.cq_ex.status = cq.current.status;
 }
@@ -131,6 +139,12 @@ std::uint8_t read_sl(ibv_cq_ex* cqx) noexcept {
 std::uint8_t read_dlid_path_bits(ibv_cq_ex* cqx) noexcept {
     return cq_of(cqx).current.dlid_path_bits;
 }
+std::uint64_t read_completion_ts(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).timestamp;
+}
+std::uint64_t read_completion_wallclock_ns(ibv_cq_ex* cqx) noexcept {
+    return cq_of(cqx).wallclock_ns;
+}
 
 } // namespace
 
@@ -149,10 +163,15 @@ void setup_cq_ex(Cq& cq) noexcept {
     cqx.read_slid = read_slid;
     cqx.read_sl = read_sl;
     cqx.read_dlid_path_bits = read_dlid_path_bits;
+    if (cq.timestamps) { // the kernel writes both clocks
+        cqx.read_completion_ts = read_completion_ts;
+        cqx.read_completion_wallclock_ns = read_completion_wallclock_ns;
+    }
 }
 
-// Completion timestamps, VLAN, flow tags and the like are not produced;
-// a CQ that asks for them is refused rather than handed zeros.
+// VLAN, flow tags and the like are not produced; a CQ that asks for them
+// is refused rather than handed zeros. Completion timestamps are: the
+// kernel writes them into the CQEs of CQs created with its flag.
 // A CQ may name a parent domain (of this context), which only says which
 // allocators and thread domain to use: nothing to pass to the kernel.
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
@@ -178,6 +197,8 @@ ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
     }
     verbs_cmd_create_cq_ex cmd{};
     WithDriverData<ib_uverbs_ex_create_cq_resp, sroce_create_cq_resp> resp;
+    // libibverbs asks the kernel for timestamps when wc_flags name one.
+    cq->timestamps = (attr->wc_flags & kTimestampWcFlags) != 0;
     int err = ibv_cmd_create_cq_ex(ctx, &request, &cq->vcq, &cmd, sizeof(cmd), resp.core(),
                                    resp.size(), 0);
     if (err != 0) {

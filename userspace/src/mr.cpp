@@ -55,6 +55,28 @@ int dereg_mr(verbs_mr* vmr) noexcept {
     return 0;
 }
 
+// ibv_import_mr: the kernel checks the handle and reports the keys and
+// length (not the address, which belongs to the owner's address space).
+ibv_mr* import_mr(ibv_pd* pd, std::uint32_t mr_handle) noexcept {
+    auto* mr = new (std::nothrow) Mr{};
+    if (mr == nullptr) {
+        set_errno(ENOMEM);
+        return nullptr;
+    }
+    const int err = ibv_cmd_query_mr(pd, &mr->vmr, mr_handle);
+    if (err != 0) {
+        delete mr;
+        set_errno(err);
+        return nullptr;
+    }
+    return &mr->vmr.mr;
+}
+
+// The kernel's MR stays: its owner deregisters it.
+void unimport_mr(ibv_mr* ibmr) noexcept {
+    delete to_mr(reinterpret_cast<verbs_mr*>(ibmr));
+}
+
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept {
     auto* mw = new (std::nothrow) Mw{};
     if (mw == nullptr) {

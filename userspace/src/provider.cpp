@@ -73,7 +73,7 @@ constexpr verbs_device_ops kDeviceOps = {
         .static_providers = nullptr,
         .match_device = match_device,
         .alloc_context = alloc_context,
-        .import_context = nullptr,
+        .import_context = import_context,
         .alloc_device = alloc_device,
         .uninit_device = uninit_device,
 };

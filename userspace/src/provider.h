@@ -87,6 +87,10 @@ struct Cq {
     // returned so far, and the decoded current one.
     std::uint32_t polled = 0;
     ibv_wc current{};
+    // Created with completion timestamps: the current CQE's two clocks.
+    bool timestamps = false;
+    std::uint64_t timestamp = 0;
+    std::uint64_t wallclock_ns = 0;
 };
 
 struct SendQueue {
@@ -184,11 +188,15 @@ const verbs_device_ops& device_ops() noexcept;
 // --- verbs (context.cpp) ---------------------------------------------------
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* private_data) noexcept;
 void free_context(ibv_context* ctx) noexcept;
+verbs_context* import_context(ibv_device* device, int cmd_fd) noexcept;
+int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, std::size_t attr_size) noexcept;
 int query_port(ibv_context* ctx, std::uint8_t port_num, ibv_port_attr* attr) noexcept;
 ibv_pd* alloc_pd(ibv_context* ctx) noexcept;
 int dealloc_pd(ibv_pd* pd) noexcept;
+ibv_pd* import_pd(ibv_context* ctx, std::uint32_t pd_handle) noexcept;
+void unimport_pd(ibv_pd* pd) noexcept;
 ibv_pd* alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
 ibv_td* alloc_td(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
 int dealloc_td(ibv_td* td) noexcept;
@@ -204,6 +212,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t hca_va,
 int rereg_mr(verbs_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length,
              int access) noexcept;
 int dereg_mr(verbs_mr* mr) noexcept;
+ibv_mr* import_mr(ibv_pd* pd, std::uint32_t mr_handle) noexcept;
+void unimport_mr(ibv_mr* mr) noexcept;
 int advise_mr(ibv_pd* pd, ib_uverbs_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
               std::uint32_t num_sge) noexcept;
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept;

@@ -204,8 +204,8 @@ struct verbs_context_ops {
     UnusedOp free_dm;
     int (*get_srq_num)(ibv_srq* srq, std::uint32_t* srq_num);
     UnusedOp import_dm;
-    UnusedOp import_mr;
-    UnusedOp import_pd;
+    ibv_mr* (*import_mr)(ibv_pd* pd, std::uint32_t mr_handle);
+    ibv_pd* (*import_pd)(ibv_context* context, std::uint32_t pd_handle);
     UnusedOp modify_cq;
     UnusedOp modify_flow_action_esp;
     int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
@@ -225,7 +225,7 @@ struct verbs_context_ops {
     int (*query_port)(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr);
     int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
     UnusedOp query_qp_data_in_order;
-    UnusedOp query_rt_values;
+    int (*query_rt_values)(ibv_context* context, ibv_values_ex* values);
     int (*query_srq)(ibv_srq* srq, ibv_srq_attr* attr);
     UnusedOp read_counters;
     UnusedOp reg_dm_mr;
@@ -237,8 +237,8 @@ struct verbs_context_ops {
     int (*resize_cq)(ibv_cq* cq, int cqe);
     UnusedOp set_ece;
     UnusedOp unimport_dm;
-    UnusedOp unimport_mr;
-    UnusedOp unimport_pd;
+    void (*unimport_mr)(ibv_mr* mr);
+    void (*unimport_pd)(ibv_pd* pd);
 };
 
 } // extern "C"
@@ -296,6 +296,10 @@ void verbs_init_cq(ibv_cq* cq, ibv_context* context, ibv_comp_channel* channel, 
 int ibv_read_ibdev_sysfs_file(char* buf, std::size_t size, verbs_sysfs_dev* sysfs_dev,
                               const char* fnfmt, ...) __attribute__((format(printf, 4, 5)));
 
+// An ioctl command buffer (rdma-core's cmd_ioctl.h); sroce passes none.
+struct ibv_command_buffer;
+
+int ibv_cmd_query_context(ibv_context* ctx, ibv_command_buffer* driver);
 int ibv_cmd_get_context(verbs_context* context, verbs_cmd_get_context* cmd, std::size_t cmd_size,
                         ib_uverbs_get_context_resp* resp, std::size_t resp_size);
 int ibv_cmd_query_device_any(ibv_context* context, const ibv_query_device_ex_input* input,
@@ -314,6 +318,7 @@ int ibv_cmd_rereg_mr(verbs_mr* mr, std::uint32_t flags, void* addr, std::size_t 
                      std::uint64_t hca_va, int access, ibv_pd* pd, verbs_cmd_rereg_mr* cmd,
                      std::size_t cmd_size, ib_uverbs_rereg_mr_resp* resp, std::size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr* mr);
+int ibv_cmd_query_mr(ibv_pd* pd, verbs_mr* vmr, std::uint32_t mr_handle);
 int ibv_cmd_advise_mr(ibv_pd* pd, ib_uverbs_advise_mr_advice advice, std::uint32_t flags,
                       ibv_sge* sg_list, std::uint32_t num_sge);
 int ibv_cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, verbs_cmd_alloc_mw* cmd,

@@ -46,12 +46,14 @@ std::vector<PrivateSymbol> declared_symbols() {
             SROCE_SYMBOL(verbs_init_cq),
             SROCE_SYMBOL(ibv_read_ibdev_sysfs_file),
             SROCE_SYMBOL(ibv_cmd_get_context),
+            SROCE_SYMBOL(ibv_cmd_query_context),
             SROCE_SYMBOL(ibv_cmd_query_device_any),
             SROCE_SYMBOL(ibv_cmd_query_port),
             SROCE_SYMBOL(ibv_cmd_alloc_pd),
             SROCE_SYMBOL(ibv_cmd_dealloc_pd),
             SROCE_SYMBOL(ibv_cmd_reg_mr),
             SROCE_SYMBOL(ibv_cmd_dereg_mr),
+            SROCE_SYMBOL(ibv_cmd_query_mr),
             SROCE_SYMBOL(ibv_cmd_advise_mr),
             SROCE_SYMBOL(ibv_cmd_create_cq),
             SROCE_SYMBOL(ibv_cmd_create_cq_ex),
@@ -322,16 +324,16 @@ TEST_F(FakeContext, PrivateOnlyOpsDispatchToWhereWeDeclaredThem) {
                 g_called = "query_qp_data_in_order";
                 return 0;
             });
-    ops.import_pd = reinterpret_cast<UnusedOp>(+[](ibv_context*, std::uint32_t) -> ibv_pd* {
+    ops.import_pd = [](ibv_context*, std::uint32_t) -> ibv_pd* {
         g_called = "import_pd";
         return nullptr;
-    });
-    ops.unimport_pd = reinterpret_cast<UnusedOp>(+[](ibv_pd*) { g_called = "unimport_pd"; });
-    ops.import_mr = reinterpret_cast<UnusedOp>(+[](ibv_pd*, std::uint32_t) -> ibv_mr* {
+    };
+    ops.unimport_pd = [](ibv_pd*) { g_called = "unimport_pd"; };
+    ops.import_mr = [](ibv_pd*, std::uint32_t) -> ibv_mr* {
         g_called = "import_mr";
         return nullptr;
-    });
-    ops.unimport_mr = reinterpret_cast<UnusedOp>(+[](ibv_mr*) { g_called = "unimport_mr"; });
+    };
+    ops.unimport_mr = [](ibv_mr*) { g_called = "unimport_mr"; };
     ops.import_dm = reinterpret_cast<UnusedOp>(+[](ibv_context*, std::uint32_t) -> ibv_dm* {
         g_called = "import_dm";
         return nullptr;

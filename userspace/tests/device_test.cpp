@@ -16,12 +16,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <numeric>
 #include <poll.h>
 #include <random>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -627,56 +629,201 @@ TEST_F(Device, UnsupportedSendOpsAreRefusedAtCreate) {
     EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
-TEST_F(Device, ExtendedCqPollsCompletions) {
+// One completion read through the extended poll API.
+struct ExCompletion {
+    std::uint64_t wr_id = 0;
+    ibv_wc_status status = IBV_WC_GENERAL_ERR;
+    ibv_wc_opcode opcode = IBV_WC_SEND;
+    std::uint32_t qp_num = 0;
+    std::uint64_t timestamp = 0;    // device clock, when the CQ has it
+    std::uint64_t wallclock_ns = 0; // the same
+};
+
+std::uint64_t clock_ns(clockid_t clock) {
+    timespec ts{};
+    (void)clock_gettime(clock, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000U +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+class ExtendedCq : public Device {
+protected:
+    // A CQ of wc_flags on one side of an RC pair, the peer on a plain CQ.
+    void make_pair(std::uint64_t wc_flags) {
+        ibv_cq_init_attr_ex cattr{};
+        cattr.cqe = 32;
+        cattr.wc_flags = wc_flags;
+        cqx_ = ibv_create_cq_ex(ctx_.get(), &cattr);
+        ASSERT_NE(cqx_, nullptr) << std::strerror(errno);
+        cq_.reset(ibv_cq_ex_to_cq(cqx_));
+        other_ = make_cq();
+        a_ = make_qp(IBV_QPT_RC, cq_.get(), cq_.get());
+        b_ = make_qp(IBV_QPT_RC, other_.get(), other_.get());
+        ASSERT_TRUE(a_ && b_);
+        ASSERT_TRUE(connect_rc(a_.get(), b_->qp_num));
+        ASSERT_TRUE(connect_rc(b_.get(), a_->qp_num));
+    }
+
+    // Posts n signaled RDMA WRITEs on a_ and reads their completions.
+    std::vector<ExCompletion> write_and_poll(std::uint64_t n, bool stamped) {
+        Buffer buf{pd_.get(), 256, kAllAccess};
+        ibv_sge sge = buf.sge(0, 40);
+        for (std::uint64_t id = 1; id <= n; ++id) {
+            ibv_send_wr wr{};
+            wr.wr_id = id;
+            wr.opcode = IBV_WR_RDMA_WRITE;
+            wr.sg_list = &sge;
+            wr.num_sge = 1;
+            wr.send_flags = IBV_SEND_SIGNALED;
+            wr.wr.rdma.remote_addr = buf.addr(128);
+            wr.wr.rdma.rkey = buf.mr->rkey;
+            ibv_send_wr* bad = nullptr;
+            EXPECT_EQ(ibv_post_send(a_.get(), &wr, &bad), 0);
+        }
+        std::vector<ExCompletion> got;
+        const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+        while (got.size() < n && std::chrono::steady_clock::now() < deadline) {
+            ibv_poll_cq_attr pattr{};
+            if (ibv_start_poll(cqx_, &pattr) != 0) {
+                std::this_thread::sleep_for(100us);
+                continue;
+            }
+            do {
+                ExCompletion c;
+                c.wr_id = cqx_->wr_id;
+                c.status = cqx_->status;
+                c.opcode = ibv_wc_read_opcode(cqx_);
+                c.qp_num = ibv_wc_read_qp_num(cqx_);
+                if (stamped) {
+                    c.timestamp = ibv_wc_read_completion_ts(cqx_);
+                    c.wallclock_ns = ibv_wc_read_completion_wallclock_ns(cqx_);
+                }
+                got.push_back(c);
+            } while (ibv_next_poll(cqx_) == 0);
+            ibv_end_poll(cqx_);
+        }
+        return got;
+    }
+
+    void check_writes(const std::vector<ExCompletion>& got, std::uint64_t n) {
+        ASSERT_EQ(got.size(), n);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            EXPECT_EQ(got[i].wr_id, i + 1);
+            EXPECT_EQ(got[i].status, IBV_WC_SUCCESS);
+            EXPECT_EQ(got[i].opcode, IBV_WC_RDMA_WRITE);
+            EXPECT_EQ(got[i].qp_num, a_->qp_num);
+        }
+    }
+
+    ibv_cq_ex* cqx_ = nullptr;
+    CqPtr cq_, other_; // declared before the QPs: destroyed after them
+    QpPtr a_, b_;
+};
+
+TEST_F(ExtendedCq, PollsCompletions) {
+    make_pair(IBV_WC_STANDARD_FLAGS);
+    check_writes(write_and_poll(3, false), 3);
+    // asked for no timestamps: none to read
+    EXPECT_EQ(cqx_->read_completion_ts, nullptr);
+    EXPECT_EQ(cqx_->read_completion_wallclock_ns, nullptr);
+
     ibv_cq_init_attr_ex cattr{};
     cattr.cqe = 32;
-    cattr.wc_flags = IBV_WC_STANDARD_FLAGS;
-    ibv_cq_ex* cqx = ibv_create_cq_ex(ctx_.get(), &cattr);
-    ASSERT_NE(cqx, nullptr) << std::strerror(errno);
-    CqPtr cq{ibv_cq_ex_to_cq(cqx)};
-    CqPtr other = make_cq();
-    QpPtr a = make_qp(IBV_QPT_RC, cq.get(), cq.get());
-    QpPtr b = make_qp(IBV_QPT_RC, other.get(), other.get());
-    ASSERT_TRUE(a && b);
-    ASSERT_TRUE(connect_rc(a.get(), b->qp_num));
-    ASSERT_TRUE(connect_rc(b.get(), a->qp_num));
-    Buffer buf{pd_.get(), 256, kAllAccess};
-    ibv_sge sge = buf.sge(0, 40);
-    for (std::uint64_t id = 1; id <= 3; ++id) {
+    cattr.wc_flags = std::uint64_t{IBV_WC_STANDARD_FLAGS} | IBV_WC_EX_WITH_CVLAN;
+    errno = 0;
+    EXPECT_EQ(ibv_create_cq_ex(ctx_.get(), &cattr), nullptr);
+    EXPECT_EQ(errno, EOPNOTSUPP) << "no VLAN tags rather than zeros";
+}
+
+// The device clock is CLOCK_MONOTONIC_RAW in ns, the wall clock
+// CLOCK_REALTIME: each completion's pair lies between the clocks read
+// before the post and after the poll, and neither goes back.
+TEST_F(ExtendedCq, StampsCompletionsWithBothClocks) {
+    ibv_device_attr_ex attr{};
+    ASSERT_EQ(ibv_query_device_ex(ctx_.get(), nullptr, &attr), 0);
+    EXPECT_EQ(attr.completion_timestamp_mask, ~std::uint64_t{0});
+    EXPECT_EQ(attr.hca_core_clock, 1000000U) << "kHz: 1 tick = 1 ns";
+
+    make_pair(std::uint64_t{IBV_WC_STANDARD_FLAGS} | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+              IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
+    ibv_values_ex before{};
+    before.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+    ASSERT_EQ(ibv_query_rt_values_ex(ctx_.get(), &before), 0);
+    EXPECT_EQ(before.comp_mask, IBV_VALUES_MASK_RAW_CLOCK);
+    const std::uint64_t raw0 = static_cast<std::uint64_t>(before.raw_clock.tv_sec) * 1000000000U +
+                               static_cast<std::uint64_t>(before.raw_clock.tv_nsec);
+    const std::uint64_t wall0 = clock_ns(CLOCK_REALTIME);
+    const auto got = write_and_poll(8, true);
+    const std::uint64_t raw1 = clock_ns(CLOCK_MONOTONIC_RAW);
+    const std::uint64_t wall1 = clock_ns(CLOCK_REALTIME);
+    check_writes(got, 8);
+    std::uint64_t last_raw = raw0;
+    std::uint64_t last_wall = wall0;
+    for (const ExCompletion& c : got) {
+        EXPECT_GE(c.timestamp, last_raw) << "wr " << c.wr_id;
+        EXPECT_LE(c.timestamp, raw1) << "wr " << c.wr_id;
+        EXPECT_GE(c.wallclock_ns, last_wall) << "wr " << c.wr_id;
+        EXPECT_LE(c.wallclock_ns, wall1) << "wr " << c.wr_id;
+        last_raw = c.timestamp;
+        last_wall = c.wallclock_ns;
+    }
+}
+
+// ibv_import_device over a copy of the command file: the imported context
+// shares the PD and MR (the same kernel objects and keys), and a QP of its
+// own moves data with them.
+TEST_F(Device, ImportedContextSharesPdAndMr) {
+    const int fd = dup(ctx_->cmd_fd);
+    ASSERT_GE(fd, 0);
+    ContextPtr ictx{ibv_import_device(fd)}; // owns fd from here on
+    ASSERT_TRUE(ictx) << std::strerror(errno);
+    Buffer buf{pd_.get(), 4096, kAllAccess};
+    ASSERT_TRUE(buf.mr);
+    ibv_pd* ipd = ibv_import_pd(ictx.get(), pd_->handle);
+    ASSERT_NE(ipd, nullptr) << std::strerror(errno);
+    ibv_mr* imr = ibv_import_mr(ipd, buf.mr->handle);
+    ASSERT_NE(imr, nullptr) << std::strerror(errno);
+    EXPECT_EQ(imr->lkey, buf.mr->lkey);
+    EXPECT_EQ(imr->rkey, buf.mr->rkey);
+    EXPECT_EQ(imr->length, buf.bytes.size());
+    EXPECT_EQ(ibv_import_mr(ipd, buf.mr->handle + 1000), nullptr) << "a handle it does not hold";
+    {
+        CqPtr icq{ibv_create_cq(ictx.get(), 16, nullptr, nullptr, 0)};
+        CqPtr cq = make_cq();
+        ASSERT_TRUE(icq && cq);
+        ibv_qp_init_attr attr{};
+        attr.send_cq = icq.get();
+        attr.recv_cq = icq.get();
+        attr.qp_type = IBV_QPT_RC;
+        attr.cap.max_send_wr = 4;
+        attr.cap.max_recv_wr = 4;
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        QpPtr a{ibv_create_qp(ipd, &attr)};
+        QpPtr b = make_qp(IBV_QPT_RC, cq.get(), cq.get());
+        ASSERT_TRUE(a && b) << std::strerror(errno);
+        ASSERT_TRUE(connect_rc(a.get(), b->qp_num));
+        ASSERT_TRUE(connect_rc(b.get(), a->qp_num));
+        std::iota(buf.bytes.begin(), buf.bytes.begin() + 64, std::uint8_t{1});
+        ibv_sge sge{buf.addr(0), 64, imr->lkey};
         ibv_send_wr wr{};
-        wr.wr_id = id;
+        wr.wr_id = 9;
         wr.opcode = IBV_WR_RDMA_WRITE;
         wr.sg_list = &sge;
         wr.num_sge = 1;
         wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = buf.addr(128);
-        wr.wr.rdma.rkey = buf.mr->rkey;
+        wr.wr.rdma.remote_addr = buf.addr(2048);
+        wr.wr.rdma.rkey = imr->rkey;
         ibv_send_wr* bad = nullptr;
         ASSERT_EQ(ibv_post_send(a.get(), &wr, &bad), 0);
+        const auto got = wait_completions(icq.get(), 1);
+        ASSERT_EQ(got.size(), 1U);
+        EXPECT_EQ(got[0].status, IBV_WC_SUCCESS);
+        EXPECT_EQ(got[0].wr_id, 9U);
+        EXPECT_EQ(std::memcmp(buf.bytes.data() + 2048, buf.bytes.data(), 64), 0);
     }
-    std::vector<std::uint64_t> ids;
-    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-    while (ids.size() < 3 && std::chrono::steady_clock::now() < deadline) {
-        ibv_poll_cq_attr pattr{};
-        if (ibv_start_poll(cqx, &pattr) != 0) {
-            std::this_thread::sleep_for(100us);
-            continue;
-        }
-        do {
-            EXPECT_EQ(cqx->status, IBV_WC_SUCCESS);
-            EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RDMA_WRITE);
-            EXPECT_EQ(ibv_wc_read_qp_num(cqx), a->qp_num);
-            ids.push_back(cqx->wr_id);
-        } while (ibv_next_poll(cqx) == 0);
-        ibv_end_poll(cqx);
-    }
-    EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2, 3}));
-    a.reset();
-
-    cattr.wc_flags = std::uint64_t{IBV_WC_STANDARD_FLAGS} | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-    errno = 0;
-    EXPECT_EQ(ibv_create_cq_ex(ctx_.get(), &cattr), nullptr);
-    EXPECT_EQ(errno, EOPNOTSUPP) << "no timestamps rather than zeros";
+    ibv_unimport_mr(imr);
+    ibv_unimport_pd(ipd);
 }
 
 TEST_F(Device, CompletionChannelDeliversAnEventWhenArmed) {

@@ -162,7 +162,16 @@ struct sroce_cqe {
 	__u32 src_qp;
 	__u16 pkey_index;
 	__u16 reserved0;
-	__u32 reserved1[7];
+	__u32 reserved1;
+	/*
+	 * Written only on CQs created with IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+	 * (0 elsewhere), when the kernel posts the CQE: the device clock
+	 * (CLOCK_MONOTONIC_RAW in ns; hca_core_clock 1000000 kHz) and the
+	 * wall clock (CLOCK_REALTIME in ns). These were reserved words.
+	 */
+	__aligned_u64 timestamp;
+	__aligned_u64 wallclock_ns;
+	__u32 reserved2[2];
 };
 
 /*
