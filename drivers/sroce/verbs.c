@@ -121,8 +121,13 @@ static int sroce_query_device(struct ib_device *ibdev,
 		.max_qp_rd_atom = SROCE_MAX_RD_ATOMIC,
 		.max_qp_init_rd_atom = SROCE_MAX_RD_ATOMIC,
 		.max_res_rd_atom = SROCE_MAX_RD_ATOMIC * max[SROCE_OBJ_QP],
-		/* 64-bit CAS/FAA are CPU atomics on the target memory */
-		.atomic_cap = IB_ATOMIC_GLOB,
+		/*
+		 * 64-bit CAS/FAA are CPU atomics on the target memory, which
+		 * would justify GLOB; HCA (atomic among this device's QPs) is
+		 * the weaker promise RoCE hardware and rxe make, and the one
+		 * UCX up to 1.13 looks for before it uses device atomics.
+		 */
+		.atomic_cap = IB_ATOMIC_HCA,
 		.masked_atomic_cap = IB_ATOMIC_NONE,
 		.max_ah = max[SROCE_OBJ_AH],
 		.max_srq = max[SROCE_OBJ_SRQ],

@@ -37,7 +37,12 @@ if [[ $SROCE_ROLE == a ]]; then
 		grep -A1 "Transport: $tl" "$SROCE_OUT/ucx-info.txt" |
 			grep -q "Device: $SROCE_DEV:1" || fail "ucx_info -d does not list $tl on $SROCE_DEV:1"
 	done
-	log "ucx_info -d lists rc_verbs and ud_verbs on $SROCE_DEV:1"
+	# rc_verbs offers the device's 64-bit atomics (UCX up to 1.13 only
+	# when the device reports IBV_ATOMIC_HCA); else UCX emulates them.
+	awk '/Transport: rc_verbs/ { rc = 1 } /Transport: / && !/rc_verbs/ { rc = 0 }
+		rc && /atomic_fadd: .*64 bit/ { found = 1 } END { exit !found }' \
+		"$SROCE_OUT/ucx-info.txt" || fail "ucx_info -d lists no 64-bit atomics on rc_verbs"
+	log "ucx_info -d lists rc_verbs (with 64-bit device atomics) and ud_verbs on $SROCE_DEV:1"
 fi
 
 # run TLS TEST SIZE: one ucx_perftest run and its checks.
