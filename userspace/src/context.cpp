@@ -66,11 +66,26 @@ constexpr verbs_context_ops make_context_ops() noexcept {
 
 constexpr verbs_context_ops kContextOps = make_context_ops();
 
+// A context over cmd_fd, from libibverbs' allocator (nullptr, errno set,
+// when that fails).
+Context* new_context(ibv_device* device, int cmd_fd) noexcept {
+    return static_cast<Context*>(_verbs_init_and_alloc_context(
+            device, cmd_fd, sizeof(Context), nullptr /* offset of Context::vctx */, kDriverId));
+}
+
+// Undoes new_context (which closes cmd_fd, as libibverbs expects) and
+// fails with err.
+verbs_context* discard_context(Context* ctx, int err) noexcept {
+    verbs_uninit_context(&ctx->vctx);
+    std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
+    set_errno(err);
+    return nullptr;
+}
+
 } // namespace
 
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_data*/) noexcept {
-    auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
-            device, cmd_fd, sizeof(Context), nullptr /* offset of Context::vctx */, kDriverId));
+    Context* ctx = new_context(device, cmd_fd);
     if (ctx == nullptr)
         return nullptr;
 
@@ -84,13 +99,8 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
                 device->name, drv.abi_version, SROCE_ABI_VERSION);
         err = EPROTO;
     }
-    if (err != 0) {
-        verbs_uninit_context(&ctx->vctx);
-        std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
-        set_errno(err);
-        return nullptr;
-    }
-    ctx->max_inline_data = drv.max_inline_data;
+    if (err != 0)
+        return discard_context(ctx, err);
     verbs_set_ops(&ctx->vctx, &kContextOps);
     return &ctx->vctx;
 }
@@ -98,21 +108,15 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
 // ibv_import_device: a context over another open uverbs file of an sroce
 // device (the device matched by its ABI version). Nothing per context
 // comes from the kernel: each object's rings are described by its own
-// create response. max_inline_data stays 0 (nothing reads it: QPs get
-// their inline limit from their create response).
+// create response.
 verbs_context* import_context(ibv_device* device, int cmd_fd) noexcept {
-    auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
-            device, cmd_fd, sizeof(Context), nullptr /* offset of Context::vctx */, kDriverId));
+    Context* ctx = new_context(device, cmd_fd);
     if (ctx == nullptr)
         return nullptr;
     // Fails (EIO) when the file's context has been disassociated.
     const int err = ibv_cmd_query_context(&ctx->vctx.context, nullptr);
-    if (err != 0) {
-        verbs_uninit_context(&ctx->vctx); // closes cmd_fd, as libibverbs expects
-        std::free(ctx); // NOLINT(cppcoreguidelines-no-malloc): allocated by libibverbs
-        set_errno(err);
-        return nullptr;
-    }
+    if (err != 0)
+        return discard_context(ctx, err);
     verbs_set_ops(&ctx->vctx, &kContextOps);
     return &ctx->vctx;
 }

@@ -35,7 +35,6 @@ struct Device {
 // free() in free_context: it must stay an implicit-lifetime aggregate.
 struct Context {
     verbs_context vctx;
-    std::uint32_t max_inline_data;
 };
 static_assert(std::is_trivially_copyable_v<Context> && std::is_standard_layout_v<Context>);
 static_assert(offsetof(Context, vctx) == 0);
