@@ -225,6 +225,31 @@ TEST_F(Device, QueriesDescribeARoceDevice) {
 }
 
 // A connected pair of RC QPs, each with its own CQ.
+int post_send(ibv_qp* qp, ibv_send_wr wr) {
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(qp, &wr, &bad);
+}
+
+ibv_send_wr send_wr(ibv_wr_opcode op, ibv_sge* sges, int n, std::uint64_t wr_id,
+                    unsigned flags = IBV_SEND_SIGNALED) {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.sg_list = sges;
+    wr.num_sge = n;
+    wr.send_flags = flags;
+    return wr;
+}
+
+// A signaled RDMA WRITE of one SGE to remote_addr under rkey.
+ibv_send_wr write_wr(ibv_sge* sge, std::uint64_t wr_id, std::uint64_t remote_addr,
+                     std::uint32_t rkey) {
+    ibv_send_wr wr = send_wr(IBV_WR_RDMA_WRITE, sge, 1, wr_id);
+    wr.wr.rdma.remote_addr = remote_addr;
+    wr.wr.rdma.rkey = rkey;
+    return wr;
+}
+
 class RcPair : public Device {
 protected:
     void SetUp() override {
@@ -248,20 +273,6 @@ protected:
         wr.num_sge = 1;
         ibv_recv_wr* bad = nullptr;
         ASSERT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
-    }
-    static int post_send(ibv_qp* qp, ibv_send_wr wr) {
-        ibv_send_wr* bad = nullptr;
-        return ibv_post_send(qp, &wr, &bad);
-    }
-    static ibv_send_wr send_wr(ibv_wr_opcode op, ibv_sge* sges, int n, std::uint64_t wr_id,
-                               unsigned flags = IBV_SEND_SIGNALED) {
-        ibv_send_wr wr{};
-        wr.wr_id = wr_id;
-        wr.opcode = op;
-        wr.sg_list = sges;
-        wr.num_sge = n;
-        wr.send_flags = flags;
-        return wr;
     }
 
     CqPtr cq_a_, cq_b_;
@@ -337,9 +348,7 @@ TEST_F(RcPair, RdmaWriteReadBackAndAtomics) {
     std::iota(local.bytes.begin(), local.bytes.end(), 7);
 
     ibv_sge sge = local.sge(5, 3000);
-    auto wr = send_wr(IBV_WR_RDMA_WRITE, &sge, 1, 1);
-    wr.wr.rdma.remote_addr = remote.addr(11);
-    wr.wr.rdma.rkey = remote.mr->rkey;
+    auto wr = write_wr(&sge, 1, remote.addr(11), remote.mr->rkey);
     ASSERT_EQ(post_send(a_.get(), wr), 0);
     auto c = wait_completions(cq_a_.get(), 1);
     ASSERT_EQ(c.size(), 1U);
@@ -511,10 +520,7 @@ TEST_F(RcPair, WrongRkeyIsARemoteAccessError) {
     Buffer local{pd_.get(), 64, kAllAccess};
     Buffer remote{pd_.get(), 64, kAllAccess};
     ibv_sge sge = local.sge(0, 8);
-    auto wr = send_wr(IBV_WR_RDMA_WRITE, &sge, 1, 1);
-    wr.wr.rdma.remote_addr = remote.addr();
-    wr.wr.rdma.rkey = remote.mr->rkey ^ 0x1000;
-    ASSERT_EQ(post_send(a_.get(), wr), 0);
+    ASSERT_EQ(post_send(a_.get(), write_wr(&sge, 1, remote.addr(), remote.mr->rkey ^ 0x1000)), 0);
     const auto c = wait_completions(cq_a_.get(), 1, 30s);
     ASSERT_EQ(c.size(), 1U);
     EXPECT_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(c[0].status);
@@ -669,16 +675,7 @@ protected:
         Buffer buf{pd_.get(), 256, kAllAccess};
         ibv_sge sge = buf.sge(0, 40);
         for (std::uint64_t id = 1; id <= n; ++id) {
-            ibv_send_wr wr{};
-            wr.wr_id = id;
-            wr.opcode = IBV_WR_RDMA_WRITE;
-            wr.sg_list = &sge;
-            wr.num_sge = 1;
-            wr.send_flags = IBV_SEND_SIGNALED;
-            wr.wr.rdma.remote_addr = buf.addr(128);
-            wr.wr.rdma.rkey = buf.mr->rkey;
-            ibv_send_wr* bad = nullptr;
-            EXPECT_EQ(ibv_post_send(a_.get(), &wr, &bad), 0);
+            EXPECT_EQ(post_send(a_.get(), write_wr(&sge, id, buf.addr(128), buf.mr->rkey)), 0);
         }
         std::vector<ExCompletion> got;
         const auto deadline = std::chrono::steady_clock::now() + kTimeout;
@@ -806,16 +803,7 @@ TEST_F(Device, ImportedContextSharesPdAndMr) {
         ASSERT_TRUE(connect_rc(b.get(), a->qp_num));
         std::iota(buf.bytes.begin(), buf.bytes.begin() + 64, std::uint8_t{1});
         ibv_sge sge{buf.addr(0), 64, imr->lkey};
-        ibv_send_wr wr{};
-        wr.wr_id = 9;
-        wr.opcode = IBV_WR_RDMA_WRITE;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = buf.addr(2048);
-        wr.wr.rdma.rkey = imr->rkey;
-        ibv_send_wr* bad = nullptr;
-        ASSERT_EQ(ibv_post_send(a.get(), &wr, &bad), 0);
+        ASSERT_EQ(post_send(a.get(), write_wr(&sge, 9, buf.addr(2048), imr->rkey)), 0);
         const auto got = wait_completions(icq.get(), 1);
         ASSERT_EQ(got.size(), 1U);
         EXPECT_EQ(got[0].status, IBV_WC_SUCCESS);
@@ -843,16 +831,8 @@ TEST_F(Device, CompletionChannelDeliversAnEventWhenArmed) {
     EXPECT_EQ(::poll(&pfd, 1, 0), 0) << "no event before any completion";
 
     ibv_sge sge = buf.sge(0, 8);
-    ibv_send_wr wr{};
-    wr.wr_id = 5;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = buf.addr(32);
-    wr.wr.rdma.rkey = buf.mr->rkey;
-    ibv_send_wr* bad = nullptr;
-    ASSERT_EQ(ibv_post_send(a.get(), &wr, &bad), 0);
+    const ibv_send_wr wr = write_wr(&sge, 5, buf.addr(32), buf.mr->rkey);
+    ASSERT_EQ(post_send(a.get(), wr), 0);
 
     ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "no completion event";
     ibv_cq* ev_cq = nullptr;
@@ -865,7 +845,7 @@ TEST_F(Device, CompletionChannelDeliversAnEventWhenArmed) {
     EXPECT_EQ(c[0].wr_id, 5U);
 
     // Not re-armed: the next completion raises no event.
-    ASSERT_EQ(ibv_post_send(a.get(), &wr, &bad), 0);
+    ASSERT_EQ(post_send(a.get(), wr), 0);
     ASSERT_EQ(wait_completions(cq.get(), 1).size(), 1U);
     EXPECT_EQ(::poll(&pfd, 1, 200), 0);
 
