@@ -1,6 +1,7 @@
 # sroce: top-level build. Everything is driven from here; see README.md.
 #
 #   make [KERNEL=6.1|6.12|debug|host]   module for that kernel + provider
+#                                        (ABI 34 and 65; PABI65=0: 34 only)
 #   make deps                            install Debian packages (idempotent)
 #   make check | check-full | demo | bench | lint | install | deb | clean
 
@@ -37,9 +38,17 @@ module:
 	  $(MAKE) -C "$$kdir" M=$(MODDIR) modules && \
 	  echo "$$kdir" >$(MODDIR)/.kernel
 
+# libsroce-rdmav34.so for the system's rdma-core and, beside it,
+# libsroce-rdmav65.so for rdma-core 65 (Debian unstable), built against that
+# release's libibverbs fetched by tools/sroce-libibverbs (PABI65=0: not).
+PABI65 ?= 1
 provider:
-	cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build $(PROVDIR) --parallel 2
+	+@pabi65=""; if [ "$(PABI65)" = 1 ]; then \
+	  pabi65="-DSROCE_IBVERBS65_ROOT=$$(tools/sroce-libibverbs path 65)" || exit 1; \
+	else pabi65="-DSROCE_IBVERBS65_ROOT="; fi && \
+	  echo "cmake -S userspace -B $(PROVDIR) $$pabi65" && \
+	  cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $$pabi65 && \
+	  cmake --build $(PROVDIR) --parallel 2
 
 # The end-to-end data checker run by tests/integration/verify.sh.
 VERIFY := $(BUILD)/sroce-verify

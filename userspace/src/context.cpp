@@ -91,7 +91,7 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
 
     verbs_cmd_get_context cmd{};
     WithDriverData<ib_uverbs_get_context_resp, sroce_alloc_ucontext_resp> resp;
-    int err = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), resp.core(), resp.size());
+    int err = sroce_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), resp.core(), resp.size());
     const sroce_alloc_ucontext_resp drv = resp.driver();
     if (err == 0 && drv.abi_version != SROCE_ABI_VERSION) {
         (void)std::fprintf(

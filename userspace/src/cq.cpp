@@ -199,8 +199,8 @@ ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
     WithDriverData<ib_uverbs_ex_create_cq_resp, sroce_create_cq_resp> resp;
     // libibverbs asks the kernel for timestamps when wc_flags name one.
     cq->timestamps = (attr->wc_flags & kTimestampWcFlags) != 0;
-    int err = ibv_cmd_create_cq_ex(ctx, &request, &cq->vcq, &cmd, sizeof(cmd), resp.core(),
-                                   resp.size(), 0);
+    int err = sroce_cmd_create_cq_ex(ctx, &request, &cq->vcq, &cmd, sizeof(cmd), resp.core(),
+                                     resp.size(), 0);
     if (err != 0) {
         delete cq;
         set_errno(err);

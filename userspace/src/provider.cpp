@@ -80,7 +80,7 @@ constexpr verbs_device_ops kDeviceOps = {
 
 // The one piece of global state: libibverbs keeps &kDeviceOps from here on.
 [[gnu::constructor]] void register_provider() noexcept {
-    verbs_register_driver_34(&kDeviceOps);
+    sroce_register_driver(&kDeviceOps);
 }
 
 } // namespace

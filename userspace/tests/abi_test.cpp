@@ -5,6 +5,7 @@
 // structures are where libibverbs reads and writes them. The static_asserts
 // in the header pin the layouts of rdma-core v44; these tests catch a
 // libibverbs that disagrees with them.
+#include "abi_symbols.h"
 #include "udata.h"
 #include "verbs_private_abi.h"
 
@@ -32,50 +33,10 @@ struct PrivateSymbol {
     void* linked; // what our declaration bound to at link time
 };
 
-#define SROCE_SYMBOL(fn)                                                                           \
-    PrivateSymbol {                                                                                \
-#fn, reinterpret_cast < void*>(&(fn))                                                      \
-    }
+#define SROCE_SYMBOL(fn) PrivateSymbol{#fn, reinterpret_cast<void*>(&(fn))},
 
 std::vector<PrivateSymbol> declared_symbols() {
-    return {
-            SROCE_SYMBOL(verbs_register_driver_34),
-            SROCE_SYMBOL(_verbs_init_and_alloc_context),
-            SROCE_SYMBOL(verbs_uninit_context),
-            SROCE_SYMBOL(verbs_set_ops),
-            SROCE_SYMBOL(verbs_init_cq),
-            SROCE_SYMBOL(ibv_read_ibdev_sysfs_file),
-            SROCE_SYMBOL(ibv_cmd_get_context),
-            SROCE_SYMBOL(ibv_cmd_query_context),
-            SROCE_SYMBOL(ibv_cmd_query_device_any),
-            SROCE_SYMBOL(ibv_cmd_query_port),
-            SROCE_SYMBOL(ibv_cmd_alloc_pd),
-            SROCE_SYMBOL(ibv_cmd_dealloc_pd),
-            SROCE_SYMBOL(ibv_cmd_reg_mr),
-            SROCE_SYMBOL(ibv_cmd_dereg_mr),
-            SROCE_SYMBOL(ibv_cmd_query_mr),
-            SROCE_SYMBOL(ibv_cmd_advise_mr),
-            SROCE_SYMBOL(ibv_cmd_create_cq),
-            SROCE_SYMBOL(ibv_cmd_create_cq_ex),
-            SROCE_SYMBOL(ibv_cmd_resize_cq),
-            SROCE_SYMBOL(ibv_cmd_req_notify_cq),
-            SROCE_SYMBOL(ibv_cmd_destroy_cq),
-            SROCE_SYMBOL(ibv_cmd_create_qp_ex),
-            SROCE_SYMBOL(ibv_cmd_modify_qp),
-            SROCE_SYMBOL(ibv_cmd_query_qp),
-            SROCE_SYMBOL(ibv_cmd_destroy_qp),
-            SROCE_SYMBOL(ibv_cmd_open_qp),
-            SROCE_SYMBOL(ibv_cmd_open_xrcd),
-            SROCE_SYMBOL(ibv_cmd_close_xrcd),
-            SROCE_SYMBOL(ibv_cmd_attach_mcast),
-            SROCE_SYMBOL(ibv_cmd_detach_mcast),
-            SROCE_SYMBOL(ibv_cmd_create_srq_ex),
-            SROCE_SYMBOL(ibv_cmd_modify_srq),
-            SROCE_SYMBOL(ibv_cmd_query_srq),
-            SROCE_SYMBOL(ibv_cmd_destroy_srq),
-            SROCE_SYMBOL(ibv_cmd_create_ah),
-            SROCE_SYMBOL(ibv_cmd_destroy_ah),
-    };
+    return {SROCE_PRIVATE_FUNCTIONS(SROCE_SYMBOL)};
 }
 
 class Libibverbs {
