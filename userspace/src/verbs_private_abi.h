@@ -7,6 +7,9 @@
 //       bookworm's 44, Debian 13 trixie's 56)
 //   65  IBVERBS_PRIVATE_65: rdma-core 65 (Debian unstable's 65.0)
 //
+// A build is exact only for the rdma-core release whose public headers it
+// was compiled with (SROCE_RDMA_CORE; see the pins at the end).
+//
 // rdma-core installs only the public <infiniband/verbs.h>; the structures a
 // provider shares with libibverbs live in headers no distribution packages.
 // These declarations were written from the layouts of rdma-core v44.0 and
@@ -51,8 +54,8 @@
 // verbs_device_ops, verbs_device, verbs_sysfs_dev, verbs_match_ent, the CQ,
 // SRQ, MR and XRCD wrappers, the uverbs write() commands and every other
 // ibv_cmd_* function sroce calls are the same in both.
-#ifndef SROCE_PABI_VERSION
-#error "SROCE_PABI_VERSION (34 or 65) must be defined by the build"
+#if !defined(SROCE_PABI_VERSION) || !defined(SROCE_RDMA_CORE)
+#error "SROCE_PABI_VERSION (34 or 65) and SROCE_RDMA_CORE must be defined by the build"
 #endif
 #if SROCE_PABI_VERSION != 34 && SROCE_PABI_VERSION != 65
 #error "sroce knows the private libibverbs ABI 34 and 65 only"
@@ -596,22 +599,34 @@ SROCE_PIN_OP(unimport_mr, 74, 91);
 SROCE_PIN_OP(unimport_pd, 75, 92);
 #undef SROCE_PIN_OP
 
-// The public structures sroce embeds or hands to libibverbs, as that
-// release's <infiniband/verbs.h> lays them out: a provider built against the
-// other release's headers fails here rather than at run time.
+// The public structures sroce embeds or hands to libibverbs, as the
+// <infiniband/verbs.h> of rdma-core SROCE_RDMA_CORE (the release compiled
+// against, from its libibverbs.pc) lays them out. They change within one
+// private ABI: ibv_qp_ex grew in rdma-core 44 (wr_atomic_write) and 45
+// (wr_flush), moving verbs_qp::comp_mask and xrcd, which libibverbs reads
+// and writes; ibv_port_attr grew in 49. So a provider is exact only for the
+// release whose headers built it, and a build against headers whose layouts
+// are not pinned here fails.
 static_assert(sizeof(ibv_context) == 328);
 static_assert(sizeof(ibv_cq_ex) == 288);
 static_assert(sizeof(ibv_device_attr_ex) == 400);
-#if SROCE_PABI_VERSION == 34
+#if SROCE_PABI_VERSION == 34 && SROCE_RDMA_CORE == 44
 static_assert(offsetof(verbs_context, context) == 320);
 static_assert(sizeof(verbs_context) == 648);
 static_assert(sizeof(ibv_qp_ex) == 352);
 static_assert(sizeof(ibv_port_attr) == 52);
-#else
+#elif SROCE_PABI_VERSION == 34 && SROCE_RDMA_CORE == 56
+static_assert(offsetof(verbs_context, context) == 320);
+static_assert(sizeof(verbs_context) == 648);
+static_assert(sizeof(ibv_qp_ex) == 360);
+static_assert(sizeof(ibv_port_attr) == 56);
+#elif SROCE_PABI_VERSION == 65 && SROCE_RDMA_CORE == 65
 static_assert(offsetof(verbs_context, context) == 368);
 static_assert(sizeof(verbs_context) == 696);
 static_assert(sizeof(ibv_qp_ex) == 360);
 static_assert(sizeof(ibv_port_attr) == 56);
+#else
+#error "the public layouts of this rdma-core release are not pinned (44, 56 and 65 are)"
 #endif
 
 static_assert(sizeof(verbs_cmd_get_context) == 16);
