@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.12,debug full-kernels=6.1,6.12,7.2,debug pairs=none timeout=300
+# sroce-test: kernels=6.12,debug full-kernels=6.1,6.12,7.2,debug pairs=none timeout=300 full-distros=trixie:6.12
 # SPDX-License-Identifier: GPL-2.0
 # The user-space provider against the real device: userspace/tests/
 # device_test.cpp (GoogleTest) connects RC and UD QPs of this guest's sroce
