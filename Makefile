@@ -1,7 +1,7 @@
 # sroce: top-level build. Everything is driven from here; see README.md.
 #
 #   make [KERNEL=6.1|6.12|debug|host]   module for that kernel + provider
-#                                        (ABI 34 and 65; PABI65=0: 34 only)
+#                                        (and for trixie's, sid's rdma-core)
 #   make deps                            install Debian packages (idempotent)
 #   make check | check-full | demo | bench | lint | install | deb | clean
 
@@ -38,16 +38,17 @@ module:
 	  $(MAKE) -C "$$kdir" M=$(MODDIR) modules && \
 	  echo "$$kdir" >$(MODDIR)/.kernel
 
-# libsroce-rdmav34.so for the system's rdma-core and, beside it,
-# libsroce-rdmav65.so for rdma-core 65 (Debian unstable), built against that
-# release's libibverbs fetched by tools/sroce-libibverbs (PABI65=0: not).
-PABI65 ?= 1
+# libsroce-rdmav34.so for the system's rdma-core and, in rdma-core-N/, the
+# provider for each other release's rdma-core N, built against that
+# release's libibverbs fetched by tools/sroce-libibverbs (RELEASES= : none).
+RELEASES ?= trixie sid
 provider:
-	+@pabi65=""; if [ "$(PABI65)" = 1 ]; then \
-	  pabi65="-DSROCE_IBVERBS65_ROOT=$$(tools/sroce-libibverbs path 65)" || exit 1; \
-	else pabi65="-DSROCE_IBVERBS65_ROOT="; fi && \
-	  echo "cmake -S userspace -B $(PROVDIR) $$pabi65" && \
-	  cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $$pabi65 && \
+	+@roots=""; for r in $(RELEASES); do \
+	  root=$$(tools/sroce-libibverbs path $$r) || exit 1; roots="$$roots;$$root"; \
+	done && roots=$${roots#;} && \
+	  echo "cmake -S userspace -B $(PROVDIR) -DSROCE_IBVERBS_ROOTS=$$roots" && \
+	  cmake -S userspace -B $(PROVDIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    "-DSROCE_IBVERBS_ROOTS=$$roots" && \
 	  cmake --build $(PROVDIR) --parallel 2
 
 # The end-to-end data checker run by tests/integration/verify.sh.
@@ -104,6 +105,19 @@ verify: $(XRCCHECK)
 # ... the on-demand paging checker of tests/integration/odp.sh.
 ODPCHECK := $(BUILD)/sroce-odp
 verify: $(ODPCHECK)
+
+# ... sroce-flush again, against Debian 13's libibverbs headers, which have
+# ibv_wr_flush() (rdma-core 45 and later): there it posts FLUSH too
+# (atomic-write-flush.sh on trixie's root). Linked to this host's
+# libibverbs: every symbol it names exists there too.
+FLUSHCHECK_WR := $(BUILD)/sroce-flush-wr-flush
+verify: $(FLUSHCHECK_WR)
+$(FLUSHCHECK_WR): tests/verify/sroce-flush.c
+	@mkdir -p $(BUILD)
+	+@root=$$(tools/sroce-libibverbs path trixie) && \
+	  echo "$(CC) -isystem $$root/usr/include -DSROCE_WR_FLUSH -o $@ $<" && \
+	  $(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -isystem "$$root/usr/include" \
+	    -DSROCE_WR_FLUSH -o $@ $< -libverbs -lrdmacm
 
 # ... the MPI program of tests/integration/mpi.sh (Open MPI's mpicc).
 MPICHECK := $(BUILD)/sroce-mpi

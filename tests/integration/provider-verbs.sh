@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.12,debug full-kernels=6.1,6.12,7.2,debug pairs=none timeout=300 full-distros=trixie:6.12
+# sroce-test: kernels=6.12,debug full-kernels=6.1,6.12,7.2,debug pairs=none timeout=300 full-distros=trixie:6.12,sid:7.2
 # SPDX-License-Identifier: GPL-2.0
 # The user-space provider against the real device: userspace/tests/
 # device_test.cpp (GoogleTest) connects RC and UD QPs of this guest's sroce
@@ -15,10 +15,13 @@ set -euo pipefail
 . "$SROCE_TOP/tests/integration/lib.sh"
 
 [[ -n ${RDMAV_DRIVERS:-} ]] || fail "RDMAV_DRIVERS is not set: the provider was not built"
-bin=${RDMAV_DRIVERS%/libsroce}/tests/sroce_device_tests
+# An application built against Debian 12's libibverbs: on another release's
+# root it runs against that release's libibverbs and the provider built for
+# it (tools/sroce-vm), as any program built on an older release would.
+bin=$SROCE_BUILD/userspace/tests/sroce_device_tests
 [[ -x $bin ]] || fail "$bin is missing (make provider builds it)"
 
-log "device $SROCE_DEV, provider ${RDMAV_DRIVERS}-rdmav34.so"
+log "device $SROCE_DEV, provider $(echo "${RDMAV_DRIVERS}"-rdmav*.so)"
 # Tests that may be skipped (GTEST_SKIP or DISABLED_), each with the reason
 # it may be skipped here: [Suite.Test]=reason. Any other skip fails.
 declare -A allowed_skips=()
