@@ -24,17 +24,24 @@ constexpr std::uint64_t kRcSendOps =
         IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
         IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
         IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_BIND_MW |
-        IBV_QP_EX_WITH_LOCAL_INV;
-// IBV_QP_EX_WITH_FLUSH and ibv_wr_flush() arrived in rdma-core 45; this
-// provider is built for rdma-core 44's private ABI, whose ibv_qp_ex has no
-// wr_flush slot, so FLUSH cannot be offered to applications here.
+        IBV_QP_EX_WITH_LOCAL_INV
+#if SROCE_RDMA_CORE >= 45
+        // ibv_wr_flush() arrived in rdma-core 45: built against 44, ibv_qp_ex
+        // has no wr_flush slot and FLUSH cannot be offered.
+        | IBV_QP_EX_WITH_FLUSH
+#endif
+        ;
 constexpr std::uint64_t kUcSendOps =
         IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
         IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 constexpr std::uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 // XRC has RC's operations but for the placement extensions (no XRC opcodes).
-constexpr std::uint64_t kXrcSendOps =
-        kRcSendOps & ~static_cast<std::uint64_t>(IBV_QP_EX_WITH_ATOMIC_WRITE);
+constexpr std::uint64_t kPlacementOps = IBV_QP_EX_WITH_ATOMIC_WRITE
+#if SROCE_RDMA_CORE >= 45
+                                        | IBV_QP_EX_WITH_FLUSH
+#endif
+        ;
+constexpr std::uint64_t kXrcSendOps = kRcSendOps & ~kPlacementOps;
 
 // Inline data lists are gathered through an SGE array of this many entries.
 constexpr std::size_t kMaxInlineBufs = 16;
@@ -205,6 +212,27 @@ void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_ad
     ++b.count;
 }
 
+#if SROCE_RDMA_CORE >= 45
+// A complete WR too.
+void wr_flush(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr, std::size_t len,
+              std::uint8_t type, std::uint8_t level) noexcept {
+    Qp& qp = qp_of(qpx);
+    WrBatch& b = qp.batch;
+    if (begin(qpx, IBV_WR_FLUSH) == nullptr)
+        return;
+    b.pending = false;
+    const FlushTarget target{
+            .rkey = rkey, .remote_addr = remote_addr, .length = len, .type = type, .level = level};
+    const int err = encode_flush_wqe(qpx->wr_id, qpx->wr_flags, target, qp.sq.limits,
+                                     qp.sq.ring.next_slot(b.count));
+    if (err != 0) {
+        fail(b, err);
+        return;
+    }
+    ++b.count;
+}
+#endif
+
 // Binds and local invalidations carry no data: the opcode call is the
 // whole WR.
 void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, std::uint32_t rkey,
@@ -335,6 +363,9 @@ bool setup_qp_ex(Qp& qp, std::uint64_t send_ops_flags) noexcept {
     qpx.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     qpx.wr_atomic_fetch_add = wr_atomic_fetch_add;
     qpx.wr_atomic_write = wr_atomic_write;
+#if SROCE_RDMA_CORE >= 45
+    qpx.wr_flush = wr_flush;
+#endif
     qpx.wr_bind_mw = wr_bind_mw;
     qpx.wr_local_inv = wr_local_inv;
     qpx.wr_set_ud_addr = wr_set_ud_addr;

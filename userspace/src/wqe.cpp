@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 namespace sroce {
 namespace {
@@ -183,6 +184,31 @@ int encode_atomic_write_wqe(std::uint64_t wr_id, unsigned int send_flags, std::u
     hdr.wr.atomic_write.remote_addr = remote_addr;
     hdr.wr.atomic_write.rkey = rkey;
     std::memcpy(hdr.wr.atomic_write.value, value, sizeof(hdr.wr.atomic_write.value));
+    std::memcpy(slot, &hdr, sizeof(hdr));
+    return 0;
+}
+
+#if SROCE_RDMA_CORE >= 45
+static_assert(kWrFlush == IBV_WR_FLUSH && kFlushGlobal == IBV_FLUSH_GLOBAL &&
+              kFlushPersistent == IBV_FLUSH_PERSISTENT && kFlushRange == IBV_FLUSH_RANGE &&
+              kFlushMr == IBV_FLUSH_MR);
+#endif
+
+int encode_flush_wqe(std::uint64_t wr_id, unsigned int send_flags, const FlushTarget& target,
+                     const SendQueueLimits& limits, std::byte* slot) noexcept {
+    constexpr std::uint8_t known_types = kFlushGlobal | kFlushPersistent;
+    if (limits.qp_type != IBV_QPT_RC || target.type == 0 || (target.type & ~known_types) != 0 ||
+        target.level > kFlushMr || target.length > std::numeric_limits<std::uint32_t>::max())
+        return EINVAL;
+    sroce_send_wqe hdr{};
+    hdr.wr_id = wr_id;
+    hdr.opcode = kWrFlush;
+    hdr.send_flags = send_flags & kPassedSendFlags & ~static_cast<unsigned int>(IBV_SEND_INLINE);
+    hdr.wr.flush.remote_addr = target.remote_addr;
+    hdr.wr.flush.length = target.length;
+    hdr.wr.flush.rkey = target.rkey;
+    hdr.wr.flush.type = target.type;
+    hdr.wr.flush.level = target.level;
     std::memcpy(slot, &hdr, sizeof(hdr));
     return 0;
 }

@@ -73,6 +73,29 @@ int encode_atomic_write_wqe(std::uint64_t wr_id, unsigned int send_flags, std::u
                             std::uint64_t remote_addr, const void* value,
                             const SendQueueLimits& limits, std::byte* slot) noexcept;
 
+// FLUSH (IBTA 1.5 annex A19), posted with ibv_wr_flush() from rdma-core 45
+// on: its opcode and the type and level arguments, with libibverbs' values
+// (IBV_WR_FLUSH, IBV_FLUSH_*), which rdma-core 44's headers do not have.
+inline constexpr std::uint32_t kWrFlush = 14;
+inline constexpr std::uint8_t kFlushGlobal = 1U << 0;
+inline constexpr std::uint8_t kFlushPersistent = 1U << 1;
+inline constexpr std::uint8_t kFlushRange = 0;
+inline constexpr std::uint8_t kFlushMr = 1;
+
+struct FlushTarget {
+    std::uint32_t rkey = 0;
+    std::uint64_t remote_addr = 0;
+    std::size_t length = 0;
+    std::uint8_t type = 0;  // kFlushGlobal and/or kFlushPersistent
+    std::uint8_t level = 0; // kFlushRange or kFlushMr
+};
+
+// Writes one FLUSH WQE (RC only, no data list). Returns 0, or EINVAL when
+// the QP is not RC, the type is empty or has unknown bits, the level is
+// unknown or the length exceeds 2^32 - 1 (a FLUSH's DMA length field).
+int encode_flush_wqe(std::uint64_t wr_id, unsigned int send_flags, const FlushTarget& target,
+                     const SendQueueLimits& limits, std::byte* slot) noexcept;
+
 // Writes a memory window bind WQE (opcode IBV_WR_BIND_MW) giving `mw` the
 // key `new_rkey`: ibv_bind_mw for type 1 windows, IBV_WR_BIND_MW WRs for
 // type 2. 0, or EINVAL for a range without an MR.

@@ -367,6 +367,47 @@ TEST(AtomicWriteEncoding, ValueBytesUnchangedAndRcOnly) {
     EXPECT_EQ(encode_atomic_write_wqe(5, 0, 0x77, 0x10, nullptr, rc, slot.data()), EINVAL);
 }
 
+TEST(FlushEncoding, TargetCarriedAsIsAndBadArgumentsRefused) {
+    std::vector<std::byte> slot(128, std::byte{0xee});
+    const SendQueueLimits rc{IBV_QPT_RC, 1, 0, 128};
+    const FlushTarget target{.rkey = 0x99,
+                             .remote_addr = 0x1000,
+                             .length = 0xffffffffU,
+                             .type = kFlushGlobal | kFlushPersistent,
+                             .level = kFlushMr};
+    ASSERT_EQ(encode_flush_wqe(6, IBV_SEND_SIGNALED | IBV_SEND_INLINE, target, rc, slot.data()), 0);
+    sroce_send_wqe hdr{};
+    std::memcpy(&hdr, slot.data(), sizeof(hdr));
+    EXPECT_EQ(hdr.wr_id, 6U);
+    EXPECT_EQ(hdr.opcode, 14U) << "IBV_WR_FLUSH is uverbs opcode 14";
+    EXPECT_EQ(hdr.send_flags, static_cast<std::uint32_t>(IBV_SEND_SIGNALED))
+            << "a FLUSH has no data to inline";
+    EXPECT_EQ(hdr.num_sge, 0U);
+    EXPECT_EQ(hdr.wr.flush.rkey, 0x99U);
+    EXPECT_EQ(hdr.wr.flush.remote_addr, 0x1000U);
+    EXPECT_EQ(hdr.wr.flush.length, 0xffffffffU);
+    EXPECT_EQ(hdr.wr.flush.type, kFlushGlobal | kFlushPersistent);
+    EXPECT_EQ(hdr.wr.flush.level, kFlushMr);
+    EXPECT_EQ(hdr.wr.flush.reserved, 0U);
+
+    auto refused = [&](FlushTarget t, const SendQueueLimits& limits) {
+        return encode_flush_wqe(6, 0, t, limits, slot.data()) == EINVAL;
+    };
+    FlushTarget t = target;
+    t.length = std::size_t{1} << 32;
+    EXPECT_TRUE(refused(t, rc)) << "over the 32-bit DMA length";
+    t = target;
+    t.type = 0;
+    EXPECT_TRUE(refused(t, rc)) << "no type";
+    t.type = 4;
+    EXPECT_TRUE(refused(t, rc)) << "unknown type bit";
+    t = target;
+    t.level = 2;
+    EXPECT_TRUE(refused(t, rc)) << "unknown level";
+    EXPECT_TRUE(refused(target, SendQueueLimits{IBV_QPT_UC, 1, 0, 128})) << "UC";
+    EXPECT_TRUE(refused(target, SendQueueLimits{IBV_QPT_XRC_SEND, 1, 0, 128})) << "XRC";
+}
+
 TEST(CompletionOpcodes, PlacementOpcodesAreLibibverbsNumbers) {
     // The kernel writes ib_uverbs_wc_opcode values; decode copies them.
     EXPECT_EQ(static_cast<int>(IBV_WC_ATOMIC_WRITE), 9);
