@@ -250,9 +250,21 @@ Pd* parent_domain(ibv_pd* ibpd) noexcept {
     return pd->protection != nullptr ? pd : nullptr;
 }
 
+// IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC (rdma-core 65) lets
+// a provider place its buffers in memory shared with the host of a
+// confidential guest, for a device that reports IBV_DEVICE_CC_DMA_BOUNCE.
+// sroce never does (no device reads guest memory: the kernel copies), so
+// it is a permission sroce has no use for and accepts.
+constexpr std::uint32_t kParentDomainAllowCcUnprotectedAlloc = 1U << 2;
+#if SROCE_RDMA_CORE >= 65
+static_assert(kParentDomainAllowCcUnprotectedAlloc ==
+              IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC);
+#endif
+
 ibv_pd* alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept {
-    constexpr std::uint32_t known =
-            IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    constexpr std::uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+                                    IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT |
+                                    kParentDomainAllowCcUnprotectedAlloc;
     if ((attr->comp_mask & ~known) != 0 || attr->pd == nullptr || attr->pd->context != ctx ||
         parent_domain(attr->pd) != nullptr || (attr->td != nullptr && attr->td->context != ctx)) {
         set_errno(EINVAL);
