@@ -4,7 +4,7 @@
  * between two devices over rdma_cm, and what each device reports of them.
  *
  *   sroce-flush -s [-b ADDR] -p PORT -e AW,FG,FP
- *   sroce-flush -c ADDR -p PORT -e AW,FG,FP [-r ROUNDS] [-N]
+ *   sroce-flush -c ADDR -p PORT -e AW,FG,FP [-r ROUNDS] [-N] [-f]
  *
  * -e: what this side's device must report in device_cap_flags_ex: ATOMIC
  * WRITE, FLUSH global, FLUSH persistent (1 or 0 each). Both sides check:
@@ -28,8 +28,18 @@
  * -N leaves out step 5 (for a lossy link, where a lost NAK turns the
  * expected error into a retry error); the server then expects no more
  * connections after the last round.
- * FLUSH cannot be posted through rdma-core 44 (ibv_wr_flush() came with
- * rdma-core 45): only its reporting (1, 2) is checked.
+ * FLUSH can be posted only when built against rdma-core 45 or later
+ * (ibv_wr_flush(); the Makefile defines SROCE_WR_FLUSH then). With -f (an
+ * error unless built so), when both sides report FLUSH global, the client
+ * also (the server's MR has FLUSH global access whenever its device
+ * reports it):
+ * 6. ends each round of step 4 with a FLUSH global of the slots' range and
+ *    one of the whole MR (level MR), both IBV_WC_FLUSH/success, before the
+ *    READ back;
+ * 7. on a fresh connection, FLUSHes the read-only MR, which has no FLUSH
+ *    access: IBV_WC_REM_ACCESS_ERR.
+ * Otherwise only FLUSH's reporting (1, 2) is checked. (rdma_rxe's FLUSH
+ * packets carry a wrong ICRC, so -f is for pairs without it.)
  *
  * Prints "PASS" and exits 0 when every check passed.
  */
@@ -72,11 +82,21 @@
 #define TIMEOUT_MS	60000
 #define DEPTH		4
 
-enum kind { K_DATA, K_MISALIGNED, K_RANGE, K_RKEY, K_READONLY, K_COUNT };
+enum kind {
+	K_DATA, K_MISALIGNED, K_RANGE, K_RKEY, K_READONLY, K_FLUSH_DENIED,
+	K_COUNT
+};
 
 static const char *const kind_name[K_COUNT] = {
 	"data", "misaligned", "past the MR", "wrong rkey", "read-only MR",
+	"FLUSH without access",
 };
+
+#ifdef SROCE_WR_FLUSH
+static const bool wr_flush_built = true;
+#else
+static const bool wr_flush_built;
+#endif
 
 struct conn_req {		/* client -> server, CM private data */
 	uint32_t magic;
@@ -346,7 +366,9 @@ static int run_server(const char *bind_addr, const char *port)
 				mr = ibv_reg_mr(pd, region, REGION_LEN,
 						IBV_ACCESS_LOCAL_WRITE |
 						IBV_ACCESS_REMOTE_WRITE |
-						IBV_ACCESS_REMOTE_READ);
+						IBV_ACCESS_REMOTE_READ |
+						(caps & CAP_FLUSH_GLOBAL ?
+						 ACCESS_FLUSH_GLOBAL : 0));
 				ro_mr = ibv_reg_mr(pd, ro, RO_LEN,
 						   IBV_ACCESS_REMOTE_READ);
 				cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
@@ -416,6 +438,8 @@ struct client {
 	struct ibv_mr *mr;
 	uint8_t *buf;		/* RDMA WRITE sources, then READ target */
 	struct conn_rep rep;
+	bool flush_qp;		/* its QPs can FLUSH: built so, reported */
+	bool flush;		/* steps 6 and 7: the server reports it too */
 };
 
 static void client_connect(struct client *c, const char *addr,
@@ -449,6 +473,10 @@ static void client_connect(struct client *c, const char *addr,
 	qa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE |
 			    IBV_QP_EX_WITH_RDMA_WRITE |
 			    IBV_QP_EX_WITH_RDMA_READ;
+#ifdef SROCE_WR_FLUSH
+	if (c->flush_qp)
+		qa.send_ops_flags |= IBV_QP_EX_WITH_FLUSH;
+#endif
 	if (rdma_create_qp_ex(c->id, &qa))
 		die("rdma_create_qp_ex with ATOMIC_WRITE: %s", strerror(errno));
 	c->qpx = ibv_qp_to_qp_ex(c->id->qp);
@@ -469,6 +497,7 @@ static void client_connect(struct client *c, const char *addr,
 	rdma_ack_cm_event(ev);
 	if (c->rep.magic != MAGIC)
 		die("bad accept");
+	c->flush = c->flush_qp && (c->rep.caps & CAP_FLUSH_GLOBAL);
 }
 
 static void client_disconnect(struct client *c)
@@ -496,6 +525,38 @@ static void write_post(struct client *c, uint64_t wr_id, unsigned int flags,
 	ibv_wr_rdma_write(c->qpx, c->rep.rkey, addr);
 	ibv_wr_set_sge(c->qpx, c->mr->lkey, (uintptr_t)src, 8);
 }
+
+#ifdef SROCE_WR_FLUSH
+static void flush_post(struct client *c, uint64_t wr_id, uint32_t rkey,
+		       uint64_t addr, size_t len, uint8_t level)
+{
+	c->qpx->wr_id = wr_id;
+	c->qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_flush(c->qpx, rkey, addr, len, IBV_FLUSH_GLOBAL, level);
+}
+
+/* Step 6: after the ATOMIC WRITEs, before the READ back. */
+static void client_flush(struct client *c, uint64_t slots)
+{
+	struct ibv_wc wc;
+	unsigned int i;
+
+	ibv_wr_start(c->qpx);
+	flush_post(c, 8001, c->rep.rkey, slots, NSLOT * 8, IBV_FLUSH_RANGE);
+	flush_post(c, 8002, c->rep.rkey, c->rep.addr, 0, IBV_FLUSH_MR);
+	if (ibv_wr_complete(c->qpx))
+		die("ibv_wr_complete (FLUSH): %s", strerror(errno));
+	for (i = 0; i < 2; i++) {
+		wc = wait_wc(c->cq);
+		check(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FLUSH &&
+		      wc.wr_id == 8001 + i, "FLUSH %u: %s opcode %d wr_id %"
+		      PRIu64, i, ibv_wc_status_str(wc.status), wc.opcode,
+		      wc.wr_id);
+	}
+	printf("client: FLUSH global of the range and of the MR: %s\n",
+	       ibv_wc_status_str(wc.status));
+}
+#endif
 
 /* One round of step 4. */
 static void client_data(struct client *c, uint64_t seed, uint32_t round)
@@ -533,6 +594,10 @@ static void client_data(struct client *c, uint64_t seed, uint32_t round)
 		      ", expected %u", wc.wr_id, i * 8 + 7);
 	}
 
+#ifdef SROCE_WR_FLUSH
+	if (c->flush)
+		client_flush(c, slots);
+#endif
 	/* read everything back */
 	memset(c->buf, 0, NSLOT * 8);
 	ibv_wr_start(c->qpx);
@@ -584,19 +649,28 @@ static void client_negative(struct client *c, enum kind k)
 		break;
 	}
 	ibv_wr_start(c->qpx);
+#ifdef SROCE_WR_FLUSH
+	if (k == K_FLUSH_DENIED) {
+		flush_post(c, 42, rkey, addr, RO_LEN, IBV_FLUSH_RANGE);
+	} else {
+		aw_post(c, 42, IBV_SEND_SIGNALED, rkey, addr, v);
+	}
+#else
 	aw_post(c, 42, IBV_SEND_SIGNALED, rkey, addr, v);
+#endif
 	if (ibv_wr_complete(c->qpx))
 		die("ibv_wr_complete: %s", strerror(errno));
 	wc = wait_wc(c->cq);
 	check(wc.status == want && wc.wr_id == 42,
 	      "%s ATOMIC WRITE: %s, expected %s", kind_name[k],
 	      ibv_wc_status_str(wc.status), ibv_wc_status_str(want));
-	printf("client: %s ATOMIC WRITE: %s\n", kind_name[k],
+	printf("client: %s %s: %s\n", kind_name[k],
+	       k == K_FLUSH_DENIED ? "FLUSH" : "ATOMIC WRITE",
 	       ibv_wc_status_str(wc.status));
 }
 
 static int run_client(const char *addr, const char *port, unsigned int rounds,
-		      bool negatives)
+		      bool negatives, bool flush)
 {
 	struct conn_req req = { .magic = MAGIC };
 	struct client c = { 0 };
@@ -604,7 +678,7 @@ static int run_client(const char *addr, const char *port, unsigned int rounds,
 	struct addrinfo *ai;
 	uint64_t caps;
 	unsigned int r;
-	int k;
+	int k, last;
 
 	/* the local device, found through the route to the server */
 	if (getaddrinfo(addr, port, NULL, &ai))
@@ -623,6 +697,7 @@ static int run_client(const char *addr, const char *port, unsigned int rounds,
 		die("ibv_reg_mr");
 	caps = check_caps(probe->verbs, c.pd);
 
+	c.flush_qp = flush && (caps & CAP_FLUSH_GLOBAL);
 	req.seed = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	req.caps = caps;
 	req.kind = K_DATA;
@@ -652,9 +727,10 @@ static int run_client(const char *addr, const char *port, unsigned int rounds,
 		client_data(&c, req.seed, r);
 		client_disconnect(&c);
 	}
-	for (k = K_MISALIGNED; negatives && k < K_COUNT; k++) {
+	last = c.flush ? K_FLUSH_DENIED : K_READONLY;
+	for (k = K_MISALIGNED; negatives && k <= last; k++) {
 		req.kind = k;
-		req.last = k == K_COUNT - 1;
+		req.last = k == last;
 		client_connect(&c, addr, port, &req);
 		client_negative(&c, k);
 		client_disconnect(&c);
@@ -671,10 +747,10 @@ int main(int argc, char **argv)
 {
 	const char *server = NULL, *bind_addr = NULL, *port = "18600";
 	unsigned int rounds = 3;
-	bool serve = false, negatives = true;
+	bool serve = false, negatives = true, flush = false;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "sb:c:p:e:r:N")) != -1) {
+	while ((opt = getopt(argc, argv, "sb:c:p:e:r:Nf")) != -1) {
 		switch (opt) {
 		case 's':
 			serve = true;
@@ -699,6 +775,11 @@ int main(int argc, char **argv)
 		case 'N':
 			negatives = false;
 			break;
+		case 'f':
+			if (!wr_flush_built)
+				die("-f: built without ibv_wr_flush()");
+			flush = true;
+			break;
 		default:
 			die("usage: see the comment at the top");
 		}
@@ -712,7 +793,7 @@ int main(int argc, char **argv)
 	if (serve)
 		run_server(bind_addr, port);
 	else
-		run_client(server, port, rounds, negatives);
+		run_client(server, port, rounds, negatives, flush);
 	rdma_destroy_event_channel(chan);
 	printf("%s: %u checks, %u failed: %s\n", serve ? "server" : "client",
 	       checks, failures, failures ? "FAIL" : "PASS");
