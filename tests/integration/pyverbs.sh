@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 full-kernels=6.1,6.12,7.2,debug pairs=none timeout=420 full-distros=trixie:6.12
+# sroce-test: kernels=6.1,6.12 full-kernels=6.1,6.12,7.2,debug pairs=none timeout=420 full-distros=trixie:6.12,sid:7.2
 # SPDX-License-Identifier: GPL-2.0
 #
 # rdma-core's own test suite (python3-pyverbs) against this guest's device,
@@ -16,7 +16,28 @@ suite=/usr/share/doc/rdma-core/tests
 [[ -f $suite/run_tests.py ]] || fail "$suite is missing (python3-pyverbs; make deps)"
 python3 -c "import pyverbs" 2>/dev/null || fail "pyverbs is not importable"
 doc=$SROCE_TOP/Documentation/pyverbs.md
-min_passed=132
+# The release of the root's suite (Debian 12: 44; trixie: 56; sid: 65)
+# sets the floor of passes (pyverbs.md's figures) and what is left out:
+# tests not run, each recorded as a skip with its reason (a row of the
+# skip table).
+rdma_core=$(dpkg-query -W -f='${Version}' python3-pyverbs)
+rdma_core=${rdma_core%%.*}
+declare -A floor=([44]=132 [56]=138 [65]=172)
+[[ -n ${floor[$rdma_core]:-} ]] || fail "no floor for rdma-core $rdma_core's suite (pyverbs.md)"
+min_passed=${floor[$rdma_core]}
+exclude=()
+case $rdma_core in
+56 | 65)
+	# Where a raw packet QP the device refuses ends a resource set's
+	# constructor, pyverbs later closes its CQs after their context
+	# (EBADF) and libibverbs segfaults, ending the run (rdma_rxe too).
+	# Those tests skip on sroce anyway (raw packet QPs): not run.
+	why="not run: rdma-core $rdma_core's suite crashes after raw packet QP resource skips"
+	for t in 'tests.test_flow.*' 'tests.test_rss_traffic.*' 'tests.test_mlx5_timestamp.*_raw_*'; do
+		exclude+=(--exclude "$t=$why")
+	done
+	;;
+esac
 
 work=$(mktemp -d /tmp/pyverbs.XXXXXX)
 cp -r "$suite" "$work/tests"
@@ -24,9 +45,9 @@ gunzip "$work"/tests/*.gz
 echo 16 >/proc/sys/vm/nr_hugepages
 idx=$(gid_index "$SROCE_DEV" 4)
 report=$SROCE_OUT/pyverbs-report.tsv
-log "rdma-core's tests on $SROCE_DEV (RoCEv2 IPv4 GID $idx)"
+log "rdma-core $rdma_core's tests on $SROCE_DEV (RoCEv2 IPv4 GID $idx)"
 with_timeout 360 python3 "$SROCE_TOP/tests/integration/pyverbs-run.py" "$work/tests" \
-	"$report" --dev "$SROCE_DEV" --port 1 --gid "$idx" >"$SROCE_OUT/pyverbs.txt" 2>&1 ||
+	"$report" "${exclude[@]}" --dev "$SROCE_DEV" --port 1 --gid "$idx" >"$SROCE_OUT/pyverbs.txt" 2>&1 ||
 	true	# the verdict comes from the report
 tail -n 4 "$SROCE_OUT/pyverbs.txt"
 [[ -s $report ]] || { tail -n 30 "$SROCE_OUT/pyverbs.txt"; fail "the suite wrote no report"; }
