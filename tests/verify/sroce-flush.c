@@ -660,12 +660,13 @@ static void client_negative(struct client *c, enum kind k)
 #endif
 	if (ibv_wr_complete(c->qpx))
 		die("ibv_wr_complete: %s", strerror(errno));
+	const char *op = k == K_FLUSH_DENIED ? "FLUSH" : "ATOMIC WRITE";
+
 	wc = wait_wc(c->cq);
-	check(wc.status == want && wc.wr_id == 42,
-	      "%s ATOMIC WRITE: %s, expected %s", kind_name[k],
-	      ibv_wc_status_str(wc.status), ibv_wc_status_str(want));
-	printf("client: %s %s: %s\n", kind_name[k],
-	       k == K_FLUSH_DENIED ? "FLUSH" : "ATOMIC WRITE",
+	check(wc.status == want && wc.wr_id == 42, "%s %s: %s, expected %s",
+	      kind_name[k], op, ibv_wc_status_str(wc.status),
+	      ibv_wc_status_str(want));
+	printf("client: %s %s: %s\n", kind_name[k], op,
 	       ibv_wc_status_str(wc.status));
 }
 
