@@ -167,6 +167,19 @@ static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
 #endif
 
 /*
+ * ODP capability bits for ATOMIC WRITE and FLUSH, which 6.12's ib_verbs.h
+ * lacks (checked at 7.2). The responder runs both on ODP MRs: ATOMIC
+ * WRITE faults its page in as a WRITE does (RNR meanwhile), FLUSH touches
+ * no page.
+ */
+#if SROCE_KERNEL_AT_LEAST(7, 2)
+#define SROCE_ODP_SUPPORT_PLACEMENT \
+	(IB_ODP_SUPPORT_ATOMIC_WRITE | IB_ODP_SUPPORT_FLUSH)
+#else
+#define SROCE_ODP_SUPPORT_PLACEMENT	0
+#endif
+
+/*
  * reg_user_mr gained a DMA handle (TPH steering hints) argument; only
  * devices with alloc_dmah, which sroce lacks, ever get one. Older
  * kernels have no struct ib_dmah: sroce_reg_user_mr() is called with

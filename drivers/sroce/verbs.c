@@ -47,7 +47,8 @@ static enum ib_mtu sroce_active_mtu(const struct net_device *ndev)
 	(IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV | IB_ODP_SUPPORT_WRITE | \
 	 IB_ODP_SUPPORT_SRQ_RECV)
 #define SROCE_ODP_CAPS_RC \
-	(SROCE_ODP_CAPS_UC | IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC)
+	(SROCE_ODP_CAPS_UC | IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC | \
+	 SROCE_ODP_SUPPORT_PLACEMENT)
 
 /*
  * Features appear in device_cap_flags/atomic_cap/max_srq/... only once

@@ -22,7 +22,7 @@ doc=$SROCE_TOP/Documentation/pyverbs.md
 # skip table).
 rdma_core=$(dpkg-query -W -f='${Version}' python3-pyverbs)
 rdma_core=${rdma_core%%.*}
-declare -A floor=([44]=132 [56]=138 [65]=172)
+declare -A floor=([44]=132 [56]=138 [65]=175)
 [[ -n ${floor[$rdma_core]:-} ]] || fail "no floor for rdma-core $rdma_core's suite (pyverbs.md)"
 min_passed=${floor[$rdma_core]}
 exclude=()
