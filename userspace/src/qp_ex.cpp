@@ -19,28 +19,25 @@
 namespace sroce {
 namespace {
 
-constexpr std::uint64_t kRcSendOps =
-        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-        IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
-        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-        IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_BIND_MW |
-        IBV_QP_EX_WITH_LOCAL_INV
-#if SROCE_RDMA_CORE >= 45
-        // ibv_wr_flush() arrived in rdma-core 45: built against 44, ibv_qp_ex
-        // has no wr_flush slot and FLUSH cannot be offered.
-        | IBV_QP_EX_WITH_FLUSH
-#endif
-        ;
-constexpr std::uint64_t kUcSendOps =
-        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-        IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
-constexpr std::uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-// XRC has RC's operations but for the placement extensions (no XRC opcodes).
+// The placement extensions (IBTA annex A19). ibv_wr_flush() arrived in
+// rdma-core 45: built against 44, ibv_qp_ex has no wr_flush slot and FLUSH
+// cannot be offered.
 constexpr std::uint64_t kPlacementOps = IBV_QP_EX_WITH_ATOMIC_WRITE
 #if SROCE_RDMA_CORE >= 45
                                         | IBV_QP_EX_WITH_FLUSH
 #endif
         ;
+constexpr std::uint64_t kRcSendOps =
+        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+        IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+        IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
+        kPlacementOps;
+constexpr std::uint64_t kUcSendOps =
+        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+        IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+constexpr std::uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+// XRC has RC's operations but for the placement extensions (no XRC opcodes).
 constexpr std::uint64_t kXrcSendOps = kRcSendOps & ~kPlacementOps;
 
 // Inline data lists are gathered through an SGE array of this many entries.
@@ -195,16 +192,16 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remot
     atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
-// A complete WR: no data call follows.
-void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr,
-                     const void* atomic_wr) noexcept {
+// A complete WR, no data call following: encode(limits, slot) writes it
+// into the next free slot.
+template <typename Encode>
+void whole_wr(ibv_qp_ex* qpx, ibv_wr_opcode opcode, Encode encode) noexcept {
     Qp& qp = qp_of(qpx);
     WrBatch& b = qp.batch;
-    if (begin(qpx, IBV_WR_ATOMIC_WRITE) == nullptr)
+    if (begin(qpx, opcode) == nullptr)
         return;
     b.pending = false;
-    const int err = encode_atomic_write_wqe(qpx->wr_id, qpx->wr_flags, rkey, remote_addr, atomic_wr,
-                                            qp.sq.limits, qp.sq.ring.next_slot(b.count));
+    const int err = encode(qp.sq.limits, qp.sq.ring.next_slot(b.count));
     if (err != 0) {
         fail(b, err);
         return;
@@ -212,24 +209,22 @@ void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_ad
     ++b.count;
 }
 
+void wr_atomic_write(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr,
+                     const void* atomic_wr) noexcept {
+    whole_wr(qpx, IBV_WR_ATOMIC_WRITE, [&](const SendQueueLimits& limits, std::byte* slot) {
+        return encode_atomic_write_wqe(qpx->wr_id, qpx->wr_flags, rkey, remote_addr, atomic_wr,
+                                       limits, slot);
+    });
+}
+
 #if SROCE_RDMA_CORE >= 45
-// A complete WR too.
 void wr_flush(ibv_qp_ex* qpx, std::uint32_t rkey, std::uint64_t remote_addr, std::size_t len,
               std::uint8_t type, std::uint8_t level) noexcept {
-    Qp& qp = qp_of(qpx);
-    WrBatch& b = qp.batch;
-    if (begin(qpx, IBV_WR_FLUSH) == nullptr)
-        return;
-    b.pending = false;
     const FlushTarget target{
             .rkey = rkey, .remote_addr = remote_addr, .length = len, .type = type, .level = level};
-    const int err = encode_flush_wqe(qpx->wr_id, qpx->wr_flags, target, qp.sq.limits,
-                                     qp.sq.ring.next_slot(b.count));
-    if (err != 0) {
-        fail(b, err);
-        return;
-    }
-    ++b.count;
+    whole_wr(qpx, IBV_WR_FLUSH, [&](const SendQueueLimits& limits, std::byte* slot) {
+        return encode_flush_wqe(qpx->wr_id, qpx->wr_flags, target, limits, slot);
+    });
 }
 #endif
 
