@@ -9,6 +9,9 @@
 #                           around the inline, page and 1 MiB chunk limits)
 #                           into DIR and its sha256 manifest into the pair
 #                           dir, where both guests find it
+#   dataset_sizes_add SIZE...  more files in every data set, for a
+#                           protocol's own limits (call before the first
+#                           dataset_make, on both guests)
 #   dataset_bytes           the bytes of one data set
 #   dataset_check DIR TAG   every file of TAG's manifest is in DIR with its
 #                           checksum; fails the script otherwise
@@ -29,6 +32,10 @@
 # Sizes: empty, tiny, just under, at and over a page (and the 4 KiB inline
 # threshold of NFS/RDMA), over the 1 MiB chunk limit, and a few MiB.
 _dataset_sizes=(0 1 511 4095 4096 4097 65537 262144 1048575 1048576 1048577 3145733)
+
+dataset_sizes_add() {
+	_dataset_sizes+=("$@")
+}
 
 dataset_bytes() {
 	local s sum=0
