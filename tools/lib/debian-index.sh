@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0
-# Sourced by tools/sroce-kernel and tools/sroce-libibverbs: a Debian suite's
+# Sourced by tools/sroce-kernel, tools/sroce-libibverbs and
+# tools/sroce-ksmbd-tools: a Debian suite's
 # package index read directly, without teaching this host's apt another
 # release (its sources are its owner's). InRelease is checked by gpgv against
 # debian-archive-keyring, Packages.xz against the SHA256 the signed Release
@@ -41,4 +42,30 @@ debian_index() {
 		return 1
 	fi
 	xz -d "$dir/Packages.xz"
+}
+
+# debian_field PACKAGES NAME FIELD: FIELD of package NAME in a Packages file.
+debian_field() {
+	awk -v p="$2" -v f="$3:" '$1 == "Package:" { on = ($2 == p) }
+		on && $1 == f { print $2; exit }' "$1"
+}
+
+# debian_fetch DIR NAME: NAME's .deb as DIR/NAME.deb, checked against the
+# index in DIR/Packages. Says why on stderr and returns 1 if not.
+debian_fetch() {
+	local dir=$1 name=$2 file sum
+	file=$(debian_field "$dir/Packages" "$name" Filename)
+	sum=$(debian_field "$dir/Packages" "$name" SHA256)
+	if [[ -z $file || -z $sum ]]; then
+		echo "the index has no $name" >&2
+		return 1
+	fi
+	if ! curl -fsS --retry 3 -o "$dir/$name.deb" "$DEBIAN_MIRROR/$file"; then
+		echo "cannot download $DEBIAN_MIRROR/$file" >&2
+		return 1
+	fi
+	if ! echo "$sum  $dir/$name.deb" | sha256sum -c --quiet -; then
+		echo "$name.deb does not match the index" >&2
+		return 1
+	fi
 }
