@@ -18,7 +18,7 @@ MODULE_SOURCES := Kbuild drivers include tests/kunit tests/kverbs
 # builds (debug) the kernel first; `host` is the running kernel's headers.
 HOST_KBUILD_DIR = /lib/modules/$(shell uname -r)/build
 
-.PHONY: all deps module provider verify check check-full demo bench lint install deb clean
+.PHONY: all deps module provider verify ksmbd-tools check check-full demo bench lint install deb clean
 
 all: module provider verify
 
@@ -118,6 +118,16 @@ $(FLUSHCHECK_WR): tests/verify/sroce-flush.c
 	  echo "$(CC) -isystem $$root/usr/include -DSROCE_WR_FLUSH -o $@ $<" && \
 	  $(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -isystem "$$root/usr/include" \
 	    -DSROCE_WR_FLUSH -o $@ $< -libverbs -lrdmacm
+
+# ... Debian 13's ksmbd daemon for tests/integration/smb-direct.sh: Debian
+# 12's does not work with its own kernel's ksmbd (tools/sroce-ksmbd-tools).
+# A copy, not a link: the guests see the build directory, not the cache.
+verify: ksmbd-tools
+ksmbd-tools:
+	@mkdir -p $(BUILD)
+	+@root=$$(tools/sroce-ksmbd-tools path) && \
+	  if ! cmp -s "$$root/version" $(BUILD)/ksmbd-tools/version; then \
+	    rm -rf $(BUILD)/ksmbd-tools && cp -a "$$root" $(BUILD)/ksmbd-tools; fi
 
 # ... the MPI program of tests/integration/mpi.sh (Open MPI's mpicc).
 MPICHECK := $(BUILD)/sroce-mpi

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce timeout=900 full-only
+# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.debug=sroce:sroce timeout=900 full-only
 # SPDX-License-Identifier: GPL-2.0
 # SMB Direct (SMB3 over RDMA): guest a runs ksmbd sharing a tmpfs, which
 # listens on RDMA/CM port 445 (5445 on iWARP only) besides TCP; guest b
@@ -23,7 +23,13 @@ set -euo pipefail
 . "$SROCE_TOP/tests/integration/storage-lib.sh"
 
 require_pair
+# ksmbd-tools 3.5 from Debian 13 (make's ksmbd-tools target): Debian 12's
+# 3.4.7 leaves out a field Linux 6.1.192's ksmbd checks in every share's
+# configuration, and each tree connect fails (tools/sroce-ksmbd-tools)
+PATH=$SROCE_BUILD/ksmbd-tools/usr/sbin:$PATH
 require_cmd ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs sha256sum
+[[ $(command -v ksmbd.mountd) == "$SROCE_BUILD/ksmbd-tools/usr/sbin/ksmbd.mountd" ]] ||
+	fail "no ksmbd-tools in $SROCE_BUILD/ksmbd-tools (make ksmbd-tools)"
 share=/mnt/share mnt=/mnt/smb smb_port=445 user=sroce pass=sroce-smb-pw
 # ksmbd-tools' configuration, user database and the subauth file that
 # ksmbd.mountd writes beside them: a tmpfs (the guest's /etc is read-only)
