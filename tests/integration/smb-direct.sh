@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.debug=sroce:sroce timeout=900 full-only
+# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce,rxe:sroce pairs.debug=sroce:sroce timeout=900
 # SPDX-License-Identifier: GPL-2.0
 # SMB Direct (SMB3 over RDMA): guest a runs ksmbd sharing a tmpfs, which
 # listens on RDMA/CM port 445 (5445 on iWARP only) besides TCP; guest b
@@ -16,6 +16,11 @@
 # have fast-registered MRs, the server an RDMA/CM connection on port 445,
 # and each side's byte counters must have moved by at least the data it
 # carried. Then b unmounts and unloads cifs, a stops ksmbd and unloads it.
+# Not with the client on rdma_rxe: 6.1's rxe reads past its fast-registered
+# MR's page map when the server's RDMA READ or WRITE reaches the end
+# (KASAN: slab-out-of-bounds in rxe_mr_copy, from rxe_responder), though
+# the data arrived intact. Needs ksmbd-tools 3.5 (tools/sroce-ksmbd-tools)
+# and the debug kernel's ksmbd fix (tools/debug-kernel/patches).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -84,6 +89,7 @@ server_rdma_connected() {
 	rdma resource show cm_id | grep -E "state CONNECT .*src-(port |addr [^ ]*:)$smb_port( |$)"
 }
 
+# (rxe counts no fast registrations)
 mr_fast_regs() {
 	[[ $SROCE_DEV_TYPE == sroce ]] || { echo 0; return; }
 	link_counter "$SROCE_DEV" mr_fast_regs
@@ -106,7 +112,7 @@ if [[ $SROCE_ROLE == a ]]; then
 	traffic_check $((2 * set_bytes)) "$set_bytes"
 	server_stop
 	trap - EXIT
-	modprobe -r ksmbd || fail "cannot unload ksmbd"
+	rmmod ksmbd || fail "cannot unload ksmbd"
 else
 	trap client_stop EXIT
 	modprobe cifs || fail "cannot load cifs"
@@ -129,13 +135,14 @@ else
 	umount "$mnt" || fail "umount after reading failed"
 	trap - EXIT
 	rm -rf /tmp/client
-	fr=$(($(mr_fast_regs) - fr0))
-	log "$SROCE_DEV fast-registered $fr MRs for the server's RDMA READs and WRITEs"
-	[[ $SROCE_DEV_TYPE != sroce ]] || ((fr > 0)) ||
-		fail "no MR was registered: no data went by RDMA READ or WRITE"
+	if [[ $SROCE_DEV_TYPE == sroce ]]; then
+		fr=$(($(mr_fast_regs) - fr0))
+		log "$SROCE_DEV fast-registered $fr MRs for the server's RDMA READs and WRITEs"
+		((fr > 0)) || fail "no MR was registered: no data went by RDMA READ or WRITE"
+	fi
 	traffic_check "$set_bytes" $((2 * set_bytes))
 	barrier client-done 600
-	modprobe -r cifs || fail "cannot unload cifs"
+	rmmod cifs || fail "cannot unload cifs"
 fi
 barrier stopped 120
 log "PASS"
