@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.12,debug pairs=none timeout=360
+# sroce-test: kernels=6.12 pairs=none timeout=360
 # SPDX-License-Identifier: GPL-2.0
 #
 # What libibverbs and sysfs report for sroce0 on eth0 (10.0.0.1/24,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 pairs=sroce:sroce,rxe:sroce timeout=600
+# sroce-test: kernels=6.1 pairs=sroce:sroce,rxe:sroce pairs.6.1=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # Every RC opcode on the wire, decoded by Wireshark. Guest b runs the
