@@ -89,12 +89,6 @@ server_rdma_connected() {
 	rdma resource show cm_id | grep -E "state CONNECT .*src-(port |addr [^ ]*:)$smb_port( |$)"
 }
 
-# (rxe counts no fast registrations)
-mr_fast_regs() {
-	[[ $SROCE_DEV_TYPE == sroce ]] || { echo 0; return; }
-	link_counter "$SROCE_DEV" mr_fast_regs
-}
-
 if [[ $SROCE_ROLE == a ]]; then
 	trap server_stop EXIT
 	server_start
@@ -118,7 +112,8 @@ else
 	modprobe cifs || fail "cannot load cifs"
 	wait_peer_port "$smb_port" 120
 	traffic_begin
-	fr0=$(mr_fast_regs)
+	# rxe counts no fast registrations
+	[[ $SROCE_DEV_TYPE != sroce ]] || fr0=$(link_counter "$SROCE_DEV" mr_fast_regs)
 	dataset_make /tmp/client client
 	barrier server-set
 	client_mount
@@ -136,7 +131,7 @@ else
 	trap - EXIT
 	rm -rf /tmp/client
 	if [[ $SROCE_DEV_TYPE == sroce ]]; then
-		fr=$(($(mr_fast_regs) - fr0))
+		fr=$(($(link_counter "$SROCE_DEV" mr_fast_regs) - fr0))
 		log "$SROCE_DEV fast-registered $fr MRs for the server's RDMA READs and WRITEs"
 		((fr > 0)) || fail "no MR was registered: no data went by RDMA READ or WRITE"
 	fi
