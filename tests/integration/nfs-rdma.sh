@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce timeout=900
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce full-pairs.debug=sroce:sroce,rxe:sroce timeout=900
 # SPDX-License-Identifier: GPL-2.0
 # NFS over RDMA: guest a runs nfsd with an RDMA listener (svcrdma, port
 # 20049) exporting a tmpfs; guest b mounts it with proto=rdma (xprtrdma),

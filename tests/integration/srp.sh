@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce timeout=600
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce full-pairs.debug=sroce:sroce,rxe:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 # SRP: guest a runs the LIO SRP target (ib_srpt) with an RDMA/CM listener
 # (RoCE has no IB CM of its own) exporting a file-backed LUN to guest b's

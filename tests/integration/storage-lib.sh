@@ -2,8 +2,8 @@
 # sroce-library: sourced by the tests, not one itself
 # shellcheck shell=bash
 #
-# Helpers for the kernel storage tests (NFS over RDMA, iSER, SRP), sourced
-# after lib.sh:
+# Helpers for the kernel storage tests (NFS over RDMA, iSER, SRP, NVMe-oF),
+# sourced after lib.sh:
 #
 #   dataset_make DIR TAG    write TAG's data set (files of awkward sizes
 #                           around the inline, page and 1 MiB chunk limits)
@@ -16,13 +16,22 @@
 #   dataset_check DIR TAG   every file of TAG's manifest is in DIR with its
 #                           checksum; fails the script otherwise
 #   blockdev_verify DEV MIB KEEP  fio 4 KiB random writes with crc32c verify
-#                           on the block device DEV (when fio is installed),
+#                           on the block device DEV (when fio is installed;
+#                           over 4 MiB of it on the debug kernel, whose
+#                           KASAN makes this I/O some ten times slower),
 #                           then MIB MiB of random data written (a copy kept
 #                           in the file KEEP), caches dropped, read back and
 #                           compared
 #   lio_backstore MIB       a LIO fileio backstore over a file of random
 #                           data (lio_backstore_remove undoes it)
 #   initiator_check_initial DEV MIB  DEV reads as the backstore's file
+#   nvmet_export PATH BUFFERED  guest a: export PATH (a file or a block
+#                           device; BUFFERED 1 for tmpfs, which has no
+#                           O_DIRECT) as namespace 1 of $nvmet_nqn on an
+#                           nvmet-rdma port 4420 (nvmet_unexport undoes it)
+#   nvme_connect            guest b: connect to it with nvme-rdma and print
+#                           the namespace's block device
+#   nvme_disconnect         guest b: delete that controller
 #   traffic_begin           remember this guest's RDMA byte counters
 #   traffic_check TX RX     since traffic_begin, this guest's device sent at
 #                           least TX and received at least RX bytes (sroce
@@ -66,16 +75,17 @@ dataset_check() {
 }
 
 blockdev_verify() {
-	local dev=$1 mib=$2 keep=$3
+	local dev=$1 mib=$2 keep=$3 fio_mib=$2
+	[[ $(uname -r) == *-sroce-debug ]] && fio_mib=4
 	if command -v fio >/dev/null; then
 		fio --name=verify --filename="$dev" --direct=1 --ioengine=libaio \
-			--rw=randwrite --bs=4k --iodepth=16 --size="${mib}M" \
+			--rw=randwrite --bs=4k --iodepth=16 --size="${fio_mib}M" \
 			--verify=crc32c --verify_fatal=1 --do_verify=1 \
 			--output="$SROCE_OUT/fio-verify.txt" ||
 			{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio crc32c verify on $dev failed"; }
 		grep -q "err= 0" "$SROCE_OUT/fio-verify.txt" ||
 			{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio reported errors on $dev"; }
-		log "$dev: fio wrote $mib MiB in 4 KiB random writes, QD16, and verified them (crc32c)"
+		log "$dev: fio wrote $fio_mib MiB in 4 KiB random writes, QD16, and verified them (crc32c)"
 	fi
 	dd if=/dev/urandom of="$keep" bs=1M count="$mib" status=none
 	# odd-sized direct writes: requests of several lengths
@@ -116,6 +126,46 @@ initiator_check_initial() {
 	[[ $got == $(cat "$SROCE_PAIR_DIR/lio-initial.sha") ]] ||
 		fail "reading $1 gave other data than the target's file"
 	log "$1: read $2 MiB matching the target's file"
+}
+
+nvmet_nqn=nqn.2024-01.org.sroce:nvmeof-target
+_nvmet=/sys/kernel/config/nvmet
+nvmet_export() {
+	local ns=$_nvmet/subsystems/$nvmet_nqn/namespaces/1 port=$_nvmet/ports/1
+	modprobe nvmet-rdma || fail "cannot load nvmet-rdma"
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	mkdir "$_nvmet/subsystems/$nvmet_nqn"
+	echo 1 >"$_nvmet/subsystems/$nvmet_nqn/attr_allow_any_host"
+	mkdir "$ns"
+	echo "$1" >"$ns/device_path"
+	echo "$2" >"$ns/buffered_io"
+	echo 1 >"$ns/enable" || fail "cannot enable the namespace on $1"
+	mkdir "$port"
+	echo rdma >"$port/addr_trtype"
+	echo ipv4 >"$port/addr_adrfam"
+	echo "$SROCE_LOCAL_IP" >"$port/addr_traddr"
+	echo 4420 >"$port/addr_trsvcid"
+	ln -s "$_nvmet/subsystems/$nvmet_nqn" "$port/subsystems/$nvmet_nqn"
+	announce_port 4420 rdma
+}
+
+nvmet_unexport() {
+	rm -f "$_nvmet/ports/1/subsystems/$nvmet_nqn"
+	rmdir "$_nvmet/ports/1" "$_nvmet/subsystems/$nvmet_nqn/namespaces/1" \
+		"$_nvmet/subsystems/$nvmet_nqn"
+}
+
+nvme_connect() {
+	modprobe nvme-rdma || fail "cannot load nvme-rdma"
+	wait_peer_port 4420 120
+	echo "transport=rdma,traddr=$SROCE_PEER_IP,trsvcid=4420,nqn=$nvmet_nqn" \
+		>/dev/nvme-fabrics || fail "nvme-rdma connect failed"
+	wait_for 30 test -b /dev/nvme0n1 || fail "no namespace appeared"
+	echo /dev/nvme0n1
+}
+
+nvme_disconnect() {
+	echo 1 >/sys/class/nvme/nvme0/delete_controller
 }
 
 _traffic_tx0=0 _traffic_rx0=0
