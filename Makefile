@@ -18,7 +18,7 @@ MODULE_SOURCES := Kbuild drivers include tests/kunit tests/kverbs
 # builds (debug) the kernel first; `host` is the running kernel's headers.
 HOST_KBUILD_DIR = /lib/modules/$(shell uname -r)/build
 
-.PHONY: all deps module provider verify ksmbd-tools check check-full demo bench lint install deb clean
+.PHONY: all deps module provider verify ksmbd-tools check check-full demo bench bench-storage lint install deb clean
 
 all: module provider verify
 
@@ -167,6 +167,9 @@ demo: deps
 
 bench:
 	tools/sroce-bench
+
+bench-storage:
+	tools/sroce-bench --storage
 
 lint:
 	tools/lint

@@ -115,6 +115,7 @@ else
 	[[ $(blockdev --getsize64 "$dev") -eq $((mib << 20)) ]] ||
 		fail "$dev has $(blockdev --getsize64 "$dev") bytes, expected $((mib << 20))"
 	initiator_check_initial "$dev" "$mib"
+	storage_bench iser "$dev"
 	blockdev_verify "$dev" "$mib" /tmp/written
 	cp /tmp/written "$SROCE_PAIR_DIR/written"
 	iscsiadm -m node -T "$iqn" -p "$SROCE_PEER_IP:3260" --logout >/dev/null ||

@@ -109,6 +109,10 @@ one_version() {
 		client_mount "$vers"
 		log "mounted NFSv$vers over RDMA: $(grep " $mnt " /proc/mounts)"
 		cp "/tmp/client-v$vers"/* "$mnt/$dir/" || fail "writing through NFSv$vers failed"
+		if [[ $vers == 4.2 ]]; then
+			storage_bench nfs "$mnt/$dir/fio-bench"
+			rm -f "$mnt/$dir/fio-bench"
+		fi
 		umount "$mnt" || fail "umount after writing failed"
 		echo 3 >/proc/sys/vm/drop_caches
 		client_mount "$vers"

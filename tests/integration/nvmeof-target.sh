@@ -40,6 +40,7 @@ else
 	[[ $got == $(cat "$SROCE_PAIR_DIR/initial.sha") ]] ||
 		fail "reading the namespace gave other data than the target's file"
 	log "read $mib MiB matching the target's file"
+	storage_bench nvmeof "$dev"
 	dd if=/dev/urandom of=/tmp/w bs=1M count="$mib" status=none
 	# odd-sized direct writes: several requests of different lengths
 	dd if=/tmp/w of="$dev" bs=36k oflag=direct status=none

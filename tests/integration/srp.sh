@@ -106,6 +106,7 @@ else
 	[[ $(blockdev --getsize64 "$dev") -eq $((mib << 20)) ]] ||
 		fail "$dev has $(blockdev --getsize64 "$dev") bytes, expected $((mib << 20))"
 	initiator_check_initial "$dev" "$mib"
+	storage_bench srp "$dev"
 	blockdev_verify "$dev" "$mib" /tmp/written
 	cp /tmp/written "$SROCE_PAIR_DIR/written"
 	initiator_stop

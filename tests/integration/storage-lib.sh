@@ -32,6 +32,14 @@
 #   nvme_connect            guest b: connect to it with nvme-rdma and print
 #                           the namespace's block device
 #   nvme_disconnect         guest b: delete that controller
+#   storage_bench NAME PATH  under tools/sroce-bench --storage only
+#                           ($SROCE_STORAGE_BENCH holds the round): fio's
+#                           4 KiB random reads and writes at queue depth 16
+#                           and 1 MiB sequential reads and writes at queue
+#                           depth 4, 5 s each, on PATH (a block device, or
+#                           a file it creates); "ROUND NAME_WORKLOAD VALUE
+#                           UNIT" lines to $SROCE_OUT/bench.txt. Overwrites
+#                           PATH's data: call it before the data checks.
 #   traffic_begin           remember this guest's RDMA byte counters
 #   traffic_check TX RX     since traffic_begin, this guest's device sent at
 #                           least TX and received at least RX bytes (sroce
@@ -166,6 +174,35 @@ nvme_connect() {
 
 nvme_disconnect() {
 	echo 1 >/sys/class/nvme/nvme0/delete_controller
+}
+
+# _fio_figure JSON RW UNIT PREFIX: "PREFIX VALUE UNIT" from fio's JSON;
+# fails when fio counted an error or moved nothing.
+_fio_figure='
+import json, sys
+job = json.load(open(sys.argv[1]))["jobs"][0]
+side = job["read" if "read" in sys.argv[2] else "write"]
+value = side["iops"] if sys.argv[3] == "IOPS" else side["bw_bytes"] / 1e6
+print(f"{sys.argv[4]} {value:.1f} {sys.argv[3]}")
+sys.exit(1 if job["error"] or side["io_bytes"] == 0 else 0)
+'
+storage_bench() {
+	local name=$1 path=$2 job rw bs depth out unit line
+	[[ -n ${SROCE_STORAGE_BENCH:-} ]] || return 0
+	for job in randread:4k:16 randwrite:4k:16 read:1m:4 write:1m:4; do
+		IFS=: read -r rw bs depth <<<"$job"
+		out=$SROCE_OUT/bench-$name-$rw-$bs.json
+		with_timeout 120 fio --name="$name-$rw" --filename="$path" --direct=1 \
+			--ioengine=libaio --rw="$rw" --bs="$bs" --iodepth="$depth" \
+			--size=16M --runtime=5 --time_based --output-format=json \
+			--output="$out" || { cat "$out"; fail "$name: fio $rw $bs failed"; }
+		unit=IOPS
+		[[ $bs == 1m ]] && unit=MB/s
+		line=$(python3 -c "$_fio_figure" "$out" "$rw" "$unit" \
+			"$SROCE_STORAGE_BENCH $name-$rw-$bs") ||
+			fail "$name: fio $rw $bs counted errors"
+		echo "$line" | tee -a "$SROCE_OUT/bench.txt"
+	done
 }
 
 _traffic_tx0=0 _traffic_rx0=0
