@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce full-pairs.debug=sroce:sroce,rxe:sroce timeout=600
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce full-pairs.debug=sroce:sroce,rxe:sroce timeout=900
 # SPDX-License-Identifier: GPL-2.0
 # iSER: guest a runs a LIO iSCSI target with an iSER portal (ib_isert)
 # exporting a file-backed LUN; guest b logs in with open-iscsi over its
@@ -61,7 +61,8 @@ initiator_start() {
 	# its own process group: iscsid signals its group when it stops
 	setsid iscsid -f &
 	iscsid_pid=$!
-	wait_for 10 iscsid_listens || fail "iscsid does not listen"
+	# it took over 10 s on the debug kernel with another guest pair running
+	wait_for 60 iscsid_listens || fail "iscsid does not listen"
 }
 
 # /proc/net/unix, not ss: the debug kernel has no sock_diag for UNIX sockets
@@ -91,7 +92,7 @@ if [[ $SROCE_ROLE == a ]]; then
 	trap target_stop EXIT
 	target_start
 	announce_port 3260 rdma
-	barrier initiator-done 400
+	barrier initiator-done 600
 	cmp /tmp/lio-backing "$SROCE_PAIR_DIR/written" ||
 		fail "the target's file is not what the initiator wrote"
 	log "the target's file holds the $mib MiB the initiator wrote"
@@ -124,6 +125,6 @@ else
 	traffic_check $((2 * mib << 20)) $((3 * mib << 20))
 	initiator_stop
 	trap - EXIT
-	barrier initiator-done 400
+	barrier initiator-done 600
 fi
 log "PASS"

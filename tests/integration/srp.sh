@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce full-pairs.debug=sroce:sroce,rxe:sroce timeout=600
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce full-pairs.debug=sroce:sroce,rxe:sroce timeout=900
 # SPDX-License-Identifier: GPL-2.0
 # SRP: guest a runs the LIO SRP target (ib_srpt) with an RDMA/CM listener
 # (RoCE has no IB CM of its own) exporting a file-backed LUN to guest b's
@@ -83,7 +83,7 @@ if [[ $SROCE_ROLE == a ]]; then
 	trap target_stop EXIT
 	target_start
 	announce_port "$cm_port" rdma
-	barrier initiator-done 400
+	barrier initiator-done 600
 	cmp /tmp/lio-backing "$SROCE_PAIR_DIR/written" ||
 		fail "the target's file is not what the initiator wrote"
 	log "the target's file holds the $mib MiB the initiator wrote"
@@ -113,6 +113,6 @@ else
 	wait_for 30 test ! -e "$dev" || fail "$dev stayed after the remote port was deleted"
 	trap - EXIT
 	traffic_check $((2 * mib << 20)) $((3 * mib << 20))
-	barrier initiator-done 400
+	barrier initiator-done 600
 fi
 log "PASS"
