@@ -38,7 +38,9 @@ require_cmd ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs sha256sum
 share=/mnt/share mnt=/mnt/smb smb_port=445 user=sroce pass=sroce-smb-pw
 # ksmbd-tools' configuration, user database and the subauth file that
 # ksmbd.mountd writes beside them: a tmpfs (the guest's /etc is read-only)
+# on the mount point tools/install-deps makes in the host's root
 conf_dir=/etc/ksmbd
+[[ -d $conf_dir ]] || fail "no $conf_dir to mount ksmbd's configuration on (tools/install-deps)"
 # 1228 and 1229: a WRITE's header (112 bytes) and data in one message of
 # 1340 payload bytes or two; 1260 and 1261: a READ response's (80 bytes);
 # 2681: two full messages and one byte
