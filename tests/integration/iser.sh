@@ -20,6 +20,7 @@ require_pair
 require_cmd iscsid iscsiadm sha256sum cmp dd
 iqn=iqn.2024-01.org.sroce:iser-target
 mib=16
+fio_mib=$(blockdev_fio_mib "$mib")
 tpg=/sys/kernel/config/target/iscsi/$iqn/tpgt_1
 np=$tpg/np/$SROCE_LOCAL_IP:3260
 
@@ -97,7 +98,9 @@ if [[ $SROCE_ROLE == a ]]; then
 		fail "the target's file is not what the initiator wrote"
 	log "the target's file holds the $mib MiB the initiator wrote"
 	# at least: the initial read, fio's writes, the last write and read
-	traffic_check $((3 * mib << 20)) $((2 * mib << 20))
+	# the initial read, fio's verify pass and the read-back; fio's and the
+	# direct writes
+	traffic_check $(((2 * mib + fio_mib) << 20)) $(((mib + fio_mib) << 20))
 	target_stop
 	trap - EXIT
 else
@@ -122,7 +125,7 @@ else
 	iscsiadm -m node -T "$iqn" -p "$SROCE_PEER_IP:3260" --logout >/dev/null ||
 		fail "logout failed"
 	wait_for 30 test ! -e "$dev" || fail "$dev stayed after the logout"
-	traffic_check $((2 * mib << 20)) $((3 * mib << 20))
+	traffic_check $(((mib + fio_mib) << 20)) $(((2 * mib + fio_mib) << 20))
 	initiator_stop
 	trap - EXIT
 	barrier initiator-done 600

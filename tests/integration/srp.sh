@@ -20,6 +20,7 @@ set -euo pipefail
 require_pair
 require_cmd sha256sum cmp dd
 mib=16 cm_port=5000
+fio_mib=$(blockdev_fio_mib "$mib")
 srpt=/sys/kernel/config/target/srpt
 
 gid0() {
@@ -87,7 +88,9 @@ if [[ $SROCE_ROLE == a ]]; then
 	cmp /tmp/lio-backing "$SROCE_PAIR_DIR/written" ||
 		fail "the target's file is not what the initiator wrote"
 	log "the target's file holds the $mib MiB the initiator wrote"
-	traffic_check $((3 * mib << 20)) $((2 * mib << 20))
+	# the initial read, fio's verify pass and the read-back; fio's and the
+	# direct writes
+	traffic_check $(((2 * mib + fio_mib) << 20)) $(((mib + fio_mib) << 20))
 	target_stop
 	trap - EXIT
 else
@@ -112,7 +115,7 @@ else
 	initiator_stop
 	wait_for 30 test ! -e "$dev" || fail "$dev stayed after the remote port was deleted"
 	trap - EXIT
-	traffic_check $((2 * mib << 20)) $((3 * mib << 20))
+	traffic_check $(((mib + fio_mib) << 20)) $(((2 * mib + fio_mib) << 20))
 	barrier initiator-done 600
 fi
 log "PASS"

@@ -16,12 +16,14 @@
 #   dataset_check DIR TAG   every file of TAG's manifest is in DIR with its
 #                           checksum; fails the script otherwise
 #   blockdev_verify DEV MIB KEEP  fio 4 KiB random writes with crc32c verify
-#                           on the block device DEV (when fio is installed;
-#                           over 4 MiB of it on the debug kernel, whose
-#                           KASAN makes this I/O some ten times slower),
+#                           on the block device DEV (when fio is installed)
+#                           over blockdev_fio_mib MIB of it,
 #                           then MIB MiB of random data written (a copy kept
 #                           in the file KEEP), caches dropped, read back and
 #                           compared
+#   blockdev_fio_mib MIB    what blockdev_verify's fio covers of MIB: all
+#                           of it, 4 MiB on the debug kernel (KASAN makes
+#                           this I/O some ten times slower), 0 without fio
 #   lio_backstore MIB       a LIO fileio backstore over a file of random
 #                           data (lio_backstore_remove undoes it)
 #   initiator_check_initial DEV MIB  DEV reads as the backstore's file
@@ -82,10 +84,20 @@ dataset_check() {
 	log "$tag: $n files ($(dataset_bytes) bytes) in $dir match their checksums"
 }
 
+blockdev_fio_mib() {
+	if ! command -v fio >/dev/null; then
+		echo 0
+	elif [[ $(uname -r) == *-sroce-debug ]]; then
+		echo $(($1 < 4 ? $1 : 4))
+	else
+		echo "$1"
+	fi
+}
+
 blockdev_verify() {
-	local dev=$1 mib=$2 keep=$3 fio_mib=$2
-	[[ $(uname -r) == *-sroce-debug ]] && fio_mib=4
-	if command -v fio >/dev/null; then
+	local dev=$1 mib=$2 keep=$3 fio_mib
+	fio_mib=$(blockdev_fio_mib "$mib")
+	if ((fio_mib > 0)); then
 		fio --name=verify --filename="$dev" --direct=1 --ioengine=libaio \
 			--rw=randwrite --bs=4k --iodepth=16 --size="${fio_mib}M" \
 			--verify=crc32c --verify_fatal=1 --do_verify=1 \
