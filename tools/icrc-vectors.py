@@ -4,8 +4,9 @@
 
 The IPv4 packets are built by scapy's RoCE layer (scapy.contrib.roce),
 which computes the ICRC itself. That layer does not do IPv6 yet, so this
-script carries its own ICRC routine written from IBTA Annex A17.8, checks
-that it agrees with scapy on every IPv4 packet, and uses it for IPv6.
+script checks our own ICRC routine, written from IBTA Annex A17.8
+(tools/roce_icrc.py), against scapy on every IPv4 packet, and uses it for
+IPv6.
 Either way the expected values come from outside the kernel code they test.
 
 Usage: tools/icrc-vectors.py [OUTPUT]   (default tests/kunit/icrc_vectors.h)
@@ -15,7 +16,6 @@ Needs python3-scapy (Debian), run with the system python3.
 import os
 import struct
 import sys
-import zlib
 
 import scapy
 from scapy.compat import raw
@@ -23,6 +23,9 @@ from scapy.contrib.roce import BTH, AETH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from roce_icrc import independent_icrc  # noqa: E402 (after its directory)
 
 ROCE_PORT = 4791
 
@@ -34,27 +37,6 @@ def pattern(n, seed):
 
 def reth(va, rkey, length):
     return struct.pack("!QII", va, rkey, length)
-
-
-def independent_icrc(ip_packet):
-    """ICRC of an IP/UDP/BTH/... packet whose last 4 bytes are the ICRC."""
-    b = bytearray(ip_packet[:-4])
-    version = b[0] >> 4
-    if version == 4:
-        ihl = (b[0] & 0x0f) * 4
-        b[1] = 0xff                   # TOS
-        b[8] = 0xff                   # TTL
-        b[10:12] = b"\xff\xff"        # header checksum
-    elif version == 6:
-        ihl = 40
-        b[0] |= 0x0f                  # traffic class (high nibble) ...
-        b[1:4] = b"\xff\xff\xff"      # ... and flow label
-        b[7] = 0xff                   # hop limit
-    else:
-        raise ValueError("not IP")
-    b[ihl + 6:ihl + 8] = b"\xff\xff"  # UDP checksum
-    b[ihl + 8 + 4] = 0xff             # BTH FECN/BECN/resv6
-    return zlib.crc32(b"\xff" * 8 + bytes(b)) & 0xffffffff
 
 
 def v4(name, bth, payload=b"", **ip):

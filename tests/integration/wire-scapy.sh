@@ -40,9 +40,9 @@ from scapy.contrib.roce import BTH, AETH
 
 top, ip4, ip6 = sys.argv[1:4]
 spec = importlib.util.spec_from_file_location(
-    "vectors", f"{top}/tools/icrc-vectors.py")
-vectors = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(vectors)
+    "roce_icrc", f"{top}/tools/roce_icrc.py")
+roce_icrc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(roce_icrc)
 conf.verb = 0
 
 
@@ -58,7 +58,7 @@ def frame(family, bth, payload, icrc="good"):
             UDP(sport=0xc001, dport=4791) / bth / Raw(payload)
     data = bytearray(raw(pkt))
     if family == 6:
-        data[-4:] = struct.pack("<I", vectors.independent_icrc(bytes(data)))
+        data[-4:] = struct.pack("<I", roce_icrc.independent_icrc(bytes(data)))
     if icrc == "bad":
         data[-1] ^= 0x5a
     if icrc == "none":
@@ -73,7 +73,7 @@ def frame(family, bth, payload, icrc="good"):
     else:
         del ip.plen
     data = raw(ip)
-    if icrc == "good" and vectors.independent_icrc(data) != \
+    if icrc == "good" and roce_icrc.independent_icrc(data) != \
             struct.unpack("<I", data[-4:])[0]:
         sys.exit("internal error: ICRC")
     return Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00",

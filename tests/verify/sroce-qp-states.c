@@ -128,6 +128,7 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	unsigned int i, s, n = 0;
+	long start;
 	int gidx;
 
 	if (argc != 3)
@@ -159,9 +160,11 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin) && strcmp(line, "done\n"))
 		;
 	for (i = 0; i < n; i++) {
+		unsigned int qpn = t[i].qp->qp_num;
+		int type = t[i].qp->qp_type;
+
+		start = now_ms();
 		got = qp_state(t[i].qp);
-		printf("qp %u type %d left %s, now %s\n", t[i].qp->qp_num,
-		       t[i].qp->qp_type, state_name[t[i].want], state_name[got]);
 		if (t[i].want == IBV_QPS_RESET || t[i].want == IBV_QPS_INIT)
 			CHECK(got == t[i].want, "QP %u left in %s is now %s",
 			      t[i].qp->qp_num, state_name[t[i].want],
@@ -172,9 +175,14 @@ int main(int argc, char **argv)
 			      state_name[t[i].want], state_name[got]);
 		CHECK(!ibv_destroy_qp(t[i].qp), "destroying QP in %s",
 		      state_name[got]);
+		printf("qp %u type %d left %s, now %s, destroyed in %ld ms\n",
+		       qpn, type, state_name[t[i].want], state_name[got],
+		       now_ms() - start);
 	}
+	start = now_ms();
 	CHECK(!ibv_destroy_cq(cq) && !ibv_dealloc_pd(pd), "destroying CQ and PD");
 	ibv_close_device(ctx);
+	printf("CQ, PD and context closed in %ld ms\n", now_ms() - start);
 	printf("%u checks, %u failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
