@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce timeout=300
+# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=300
 # SPDX-License-Identifier: GPL-2.0
 #
 # A send completion means the application may reuse the buffer. Both

@@ -30,9 +30,9 @@ require_cmd /usr/bin/python3 ibv_rc_pingpong ibv_ud_pingpong rdma
 states=$SROCE_BUILD/sroce-qp-states
 [[ -x $states ]] || fail "$states is missing (make verify)"
 # The debug kernel is there for KASAN and lockdep on the paths the packets
-# reach, which a few thousand find as well; 6.1 fuzzes at three times that.
+# reach, which a thousand or two find as well; 6.1 fuzzes at five times that.
 count=8000
-[[ $SROCE_KERNEL == debug ]] && count=2500
+[[ $SROCE_KERNEL == debug ]] && count=1500
 dev=$SROCE_DEV
 idx=$(gid_index "$dev" 4)
 ip=$SROCE_LOCAL_IP

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,debug pairs=sroce:sroce timeout=240
+# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=240
 # SPDX-License-Identifier: GPL-2.0
 #
 # Teardown while traffic runs. In each phase guest a runs two perftest
