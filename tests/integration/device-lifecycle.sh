@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.12,debug full-kernels=6.1,6.12,7.2,debug pairs=none timeout=420 distros=trixie:6.12 full-distros=trixie:6.12,sid:7.2
+# sroce-test: kernels=6.12 full-kernels=6.1,6.12,7.2,debug pairs=none timeout=420 distros=trixie:6.12 full-distros=trixie:6.12,sid:7.2
 # SPDX-License-Identifier: GPL-2.0
 #
 # The life of an sroce device in one guest: rdma link add/delete, refusals
