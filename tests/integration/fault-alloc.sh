@@ -23,7 +23,7 @@ require_cmd ibv_rc_pingpong ibv_ud_pingpong pgrep stdbuf ss
 [[ $SROCE_DEV == sroce* ]] || fail "needs sroce on both sides"
 fs=/sys/kernel/debug/failslab
 [[ -d $fs ]] || fail "the kernel has no failslab"
-port=18990 iters=1000
+port=18990 iters=400
 
 stop_faults() {
 	echo 0 >"$fs/probability"

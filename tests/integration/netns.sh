@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe pairs.6.1=sroce:sroce pairs.6.12=sroce:sroce timeout=600
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=sroce:sroce,sroce:rxe pairs.6.1=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # RDMA traffic between two guests from inside a network namespace. Every

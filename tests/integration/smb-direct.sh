@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce,rxe:sroce timeout=900 full-only
+# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce,rxe:sroce pairs.debug=sroce:sroce timeout=900
 # SPDX-License-Identifier: GPL-2.0
 # SMB Direct (SMB3 over RDMA): guest a runs ksmbd sharing a tmpfs, which
 # listens on RDMA/CM port 445 (5445 on iWARP only) besides TCP; guest b
