@@ -18,8 +18,15 @@
 # ("ROUND WORKLOAD ROLE counter NAME DELTA") to $SROCE_OUT/cost.txt: busy_ms
 # is the guest's non-idle CPU time (/proc/stat) over the whole run, setup
 # included, MB what the run moved. Both perftest sides were seen busy for
-# the whole run (polling, and setup under TCG), so busy_ms is kept for the
-# record but says little per MB.
+# the whole run (polling, and setup under TCG), so busy_ms says little per
+# MB. kern_ms is the guest's kernel time (system, irq, softirq) while the
+# data moved (the first to the last 0.1 s sample in which the netdev moved
+# more than 100 kB), and xfer_ms that window: it leaves out perftest's
+# polling and the setup (process start, memory registration, connection),
+# which in a run of 32 MB cost as much kernel time as the transfer.
+# A perftest run that fails (rdma_rxe's multi-QP runs have ended in retry
+# exceeded errors) is recorded as "ROUND WORKLOAD ROLE failed STATUS" in
+# cost.txt, its figures are left out, and the round goes on.
 #   pair.sh ROUND
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -34,11 +41,44 @@ qperf_port=19765
 result=$SROCE_OUT/bench.txt
 cost=$SROCE_OUT/cost.txt
 counters=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
+failed=()	# perftest runs that failed in this guest
 
 # busy_ms: non-idle CPU time of this guest since boot (user, nice,
 # system, irq, softirq; /proc/stat counts in USER_HZ = 100 per second).
 busy_ms() {
 	awk '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8) * 10 }' /proc/stat
+}
+
+# sample_start FILE: every 0.1 s until sample_stop, "KERNEL_TICKS BYTES"
+# (system + irq + softirq in USER_HZ ticks; bytes sent and received by
+# the netdev) appended to FILE. No process is started per sample.
+sample_start() {
+	local net=/sys/class/net/$SROCE_NETDEV/statistics
+	(
+		exec {tick}<> <(:)
+		while :; do
+			read -r _ _ _ sys _ _ irq softirq _ </proc/stat
+			read -r tx <"$net/tx_bytes"
+			read -r rx <"$net/rx_bytes"
+			echo "$((sys + irq + softirq)) $((tx + rx))"
+			read -r -t 0.1 -u "$tick" _ || true
+		done
+	) >"$1" 2>/dev/null &
+	sampler=$!
+}
+
+sample_stop() {
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
+}
+
+# transfer_cost FILE: "kern_ms MS xfer_ms MS" over the samples in which the
+# netdev moved more than 100 kB (from the sample before the first to the
+# last of them), or nothing when none did.
+transfer_cost() {
+	awk 'NR > 1 && $2 - b > 100000 { if (!first) { first = NR; k0 = k; } last = NR; k1 = $1 }
+	     { k = $1; b = $2 }
+	     END { if (first) print "kern_ms", (k1 - k0) * 10, "xfer_ms", (last - first + 1) * 100 }' "$1"
 }
 
 # counter_snapshot: "NAME VALUE" per port counter of the device.
@@ -54,13 +94,14 @@ counter_snapshot() {
 # client), its output left in $SROCE_OUT/NAME.txt, its CPU time and the
 # counters that moved appended to cost.txt. BYTES: what the run moves.
 perf() {
-	local name=$1 bytes=$2 out pid rc=0 busy0 before
+	local name=$1 bytes=$2 out pid rc=0 busy0 before sampler
 	shift 2
 	port=$((port + 1))
 	out=$SROCE_OUT/$name.txt
 	local -a cmd=("$@" -d "$SROCE_DEV" -x "$idx" -p "$port" -F)
 	busy0=$(busy_ms)
 	before=$(counter_snapshot)
+	sample_start "$SROCE_OUT/$name.samples"
 	if [[ $SROCE_ROLE == a ]]; then
 		with_timeout 300 "${cmd[@]}" >"$out" 2>&1 &
 		pid=$!
@@ -70,15 +111,25 @@ perf() {
 		wait_peer_port "$port" 300
 		with_timeout 300 "${cmd[@]}" "$SROCE_PEER_IP" >"$out" 2>&1 || rc=$?
 	fi
-	((rc == 0)) || { cat "$out"; fail "$name: ${cmd[*]} exited with $rc"; }
-	echo "$round $name $SROCE_ROLE busy_ms $(($(busy_ms) - busy0)) $((bytes / 1000000))" >>"$cost"
+	sample_stop
+	if ((rc != 0)); then
+		log "$name: ${cmd[*]} exited with $rc; its figures are left out"
+		echo "$round $name $SROCE_ROLE failed $rc" >>"$cost"
+		failed+=("$name")
+	fi
+	echo "$round $name $SROCE_ROLE busy_ms $(($(busy_ms) - busy0)) $((bytes / 1000000))" \
+		"$(transfer_cost "$SROCE_OUT/$name.samples")" >>"$cost"
 	join <(sort <<<"$before") <(counter_snapshot | sort) |
 		awk -v p="$round $name $SROCE_ROLE counter" '$3 != $2 { print p, $1, $3 - $2 }' >>"$cost"
 	barrier "$name" 300
 }
 
-# record METRIC VALUE UNIT
+# record METRIC VALUE UNIT [RUN]: nothing when perftest's RUN failed.
 record() {
+	if [[ -n ${4:-} && " ${failed[*]} " == *" $4 "* ]]; then
+		log "$1: not recorded, $4 failed"
+		return 0
+	fi
 	[[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$1: no figure in the output (got '$2')"
 	echo "$round $1 $2 $3" | tee -a "$result"
 }
@@ -129,18 +180,18 @@ qperf_run() {
 if [[ $SROCE_ROLE == b ]]; then
 	o=$SROCE_OUT
 	# bandwidth: column 4 (BW average, MiB/s); message rate: column 5
-	record write_bw_65536 "$(column "$o/write-bw-64k.txt" 65536 4 $mib)" MB/s
-	record write_bw_1048576 "$(column "$o/write-bw-1m.txt" 1048576 4 $mib)" MB/s
-	record read_bw_65536 "$(column "$o/read-bw-64k.txt" 65536 4 $mib)" MB/s
-	record send_bw_65536 "$(column "$o/send-bw-64k.txt" 65536 4 $mib)" MB/s
-	record write_bw_65536_q8 "$(column "$o/write-bw-64k-q8.txt" 65536 4 $mib)" MB/s
-	record write_rate_64 "$(column "$o/write-rate-64.txt" 64 5)" Mpps
-	record write_rate_64_l16 "$(column "$o/write-rate-64-l16.txt" 64 5)" Mpps
+	record write_bw_65536 "$(column "$o/write-bw-64k.txt" 65536 4 $mib)" MB/s write-bw-64k
+	record write_bw_1048576 "$(column "$o/write-bw-1m.txt" 1048576 4 $mib)" MB/s write-bw-1m
+	record read_bw_65536 "$(column "$o/read-bw-64k.txt" 65536 4 $mib)" MB/s read-bw-64k
+	record send_bw_65536 "$(column "$o/send-bw-64k.txt" 65536 4 $mib)" MB/s send-bw-64k
+	record write_bw_65536_q8 "$(column "$o/write-bw-64k-q8.txt" 65536 4 $mib)" MB/s write-bw-64k-q8
+	record write_rate_64 "$(column "$o/write-rate-64.txt" 64 5)" Mpps write-rate-64
+	record write_rate_64_l16 "$(column "$o/write-rate-64-l16.txt" 64 5)" Mpps write-rate-64-l16
 	# latency: column 5 (t_typical), column 8 (99% percentile)
-	record send_lat_8 "$(column "$o/send-lat-8.txt" 8 5)" usec
-	record send_lat_8_p99 "$(column "$o/send-lat-8.txt" 8 8)" usec
-	record write_lat_8 "$(column "$o/write-lat-8.txt" 8 5)" usec
-	record write_lat_8_p99 "$(column "$o/write-lat-8.txt" 8 8)" usec
+	record send_lat_8 "$(column "$o/send-lat-8.txt" 8 5)" usec send-lat-8
+	record send_lat_8_p99 "$(column "$o/send-lat-8.txt" 8 8)" usec send-lat-8
+	record write_lat_8 "$(column "$o/write-lat-8.txt" 8 5)" usec write-lat-8
+	record write_lat_8_p99 "$(column "$o/write-lat-8.txt" 8 8)" usec write-lat-8
 	record tcp_bw_65536 "$(qperf_run tcp_bw 65536)" MB/s
 	record tcp_bw_1048576 "$(qperf_run tcp_bw 1048576)" MB/s
 	record tcp_lat_8 "$(qperf_run tcp_lat 8)" usec
