@@ -326,6 +326,10 @@ static void sroce_comp_progress(struct sroce_qp *qp, u32 old)
 
 	comp->cwnd = min_t(u32, comp->cwnd + sroce_psn_diff(comp->psn, old),
 			   SROCE_CWND_MAX);
+	if (comp->timeout_suspect) {
+		comp->timeout_suspect = false;
+		sroce_req_count(qp, SROCE_REQ_TIMEOUTS_AVERTED);
+	}
 
 	sroce_comp_rtt_sample(qp, sroce_psn_add(qp->comp.psn, SROCE_PSN_MASK));
 	qp->comp.retry_left = qp->attr.retry_cnt;
@@ -425,6 +429,7 @@ static bool sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer_code,
 		comp->rnr_left--;
 	sroce_req_go_back(qp, comp->psn);
 	comp->rnr_wait = true;
+	comp->timeout_suspect = false;
 	timer_delete(&comp->retrans_timer);
 	mod_timer(&comp->rnr_timer, jiffies + max(usecs_to_jiffies(usec), 1UL));
 	return false;
@@ -673,8 +678,10 @@ static void sroce_comp_stale_read_resp(struct sroce_qp *qp,
 	    !timer_pending(&comp->retrans_timer))
 		return;
 	t = sroce_comp_timeout(qp);
-	if (t)
+	if (t) {
+		comp->timeout_suspect = false;
 		mod_timer(&comp->retrans_timer, jiffies + t);
+	}
 }
 
 /* One response packet (sq_lock held); true to run the requester. */
@@ -742,9 +749,15 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		/* stopped */
 	} else if (!sroce_comp_outstanding(qp)) {
 		run = true;	/* a packet could not be built: try again */
+	} else if (!comp->timeout_suspect) {
+		/* let the receive softirq see what already arrived */
+		comp->timeout_suspect = true;
+		mod_timer(&comp->retrans_timer, jiffies + 1);
 	} else if (!comp->retry_left) {
+		comp->timeout_suspect = false;
 		sroce_comp_fail(qp, comp->psn, IB_WC_RETRY_EXC_ERR, &n);
 	} else {
+		comp->timeout_suspect = false;
 		sroce_req_count(qp, SROCE_REQ_TIMEOUTS);
 		comp->cwnd = max_t(u32, comp->cwnd / 2, SROCE_CWND_MIN);
 		comp->retry_left--;
@@ -820,6 +833,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	comp->cwnd = SROCE_CWND_MAX;
 	comp->srtt8 = 0;
 	comp->rttvar4 = 0;
+	comp->timeout_suspect = false;
 	comp->rtt_probe = false;
 	timer_delete(&comp->retrans_timer);
 	timer_delete(&comp->rnr_timer);

@@ -414,6 +414,7 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_RESP_ERR_NAKS] = { .name = "resp_err_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_TIMEOUTS] = { .name = "req_timeouts" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_ALLOC_FAILURES] = { .name = "req_alloc_failures" },
+	[SROCE_CNT_RX_STATS + SROCE_REQ_TIMEOUTS_AVERTED] = { .name = "req_timeouts_averted" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_SEQ_NAKS] = { .name = "req_seq_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_RNR_NAKS] = { .name = "req_rnr_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_RETRANSMITS] = { .name = "req_retransmits" },

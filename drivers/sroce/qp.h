@@ -209,6 +209,14 @@ struct sroce_comp {
 	 */
 	u32 srtt8;
 	u32 rttvar4;
+	/*
+	 * The retransmit timer expired once and was re-armed for a tick
+	 * before resending: the timer softirq runs before the receive
+	 * softirq, so after a stall of the CPU (or of a guest's vCPU) the
+	 * timer fires with the acknowledgments already received but not yet
+	 * processed. Progress in that tick clears it.
+	 */
+	bool timeout_suspect;
 	bool rtt_probe;		/* timing the acknowledgment of rtt_psn */
 	u32 rtt_psn;
 	unsigned long rtt_start;

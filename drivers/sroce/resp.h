@@ -172,6 +172,7 @@ enum sroce_rx_stat {
 	SROCE_MW_LOCAL_INVS,	/* IB_WR_LOCAL_INV that invalidated a window */
 	SROCE_MW_REMOTE_INVS,	/* windows invalidated by a SEND with Invalidate */
 	SROCE_REQ_ALLOC_FAILURES, /* request packets not allocated (retried) */
+	SROCE_REQ_TIMEOUTS_AVERTED, /* expiries answered within a tick */
 	SROCE_RX_STATS_NUM
 };
 
