@@ -42,29 +42,58 @@ echo 0 >"$fs/space"
 echo 1 >"$fs/interval"
 echo 33 >"$fs/probability"
 
+# connected FILE SECONDS: wait until FILE has a "remote address" line (the
+# tool's TCP setup is done). Reads what was appended since the last look,
+# with bash builtins only: a fork costs long enough on the debug guest that
+# a short run could end before a polling grep noticed it had started.
+connected() {
+	local file=$1 deadline=$((SECONDS + $2)) fd tick part line=""
+	exec {fd}<"$file" {tick}<> <(:)
+	while ((SECONDS < deadline)); do
+		if IFS= read -r -u "$fd" part; then
+			line+=$part
+			[[ $line == *"remote address"* ]] && break
+			line=""
+		else
+			line+=$part
+			read -r -t 0.05 -u "$tick" || true
+		fi
+	done
+	exec {fd}<&- {tick}<&-
+	[[ $line == *"remote address"* ]]
+}
+
 # faulty NAME CMD...: CMD as server on a, as client of a on b (port and
 # peer appended); once it printed its peer's address (connected, its TCP
 # setup done) fault injection starts in its tasks.
 faulty() {
-	local name=$1 out pid t
+	local name=$1 out pidf pid t
 	shift
 	port=$((port + 1))
 	out=$SROCE_OUT/$name-$SROCE_ROLE.txt
+	pidf=$SROCE_OUT/$name-$SROCE_ROLE.pid
+	: >"$out"
 	log "$name: $*"
-	if [[ $SROCE_ROLE == a ]]; then
-		timeout -k 5 200 stdbuf -oL "$@" -p "$port" >"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" tcp 60
-	else
+	set -- "$@" -p "$port"
+	if [[ $SROCE_ROLE == b ]]; then
 		wait_peer_port "$port" 60
-		timeout -k 5 200 stdbuf -oL "$@" -p "$port" "$SROCE_PEER_IP" >"$out" 2>&1 &
-		pid=$!
+		set -- "$@" "$SROCE_PEER_IP"
 	fi
-	wait_for 60 grep -q "remote address" "$out" || { cat "$out"; fail "$name: no connection"; }
-	# $pid is timeout(1); the tool (stdbuf execs it) is its child
-	for t in /proc/"$(pgrep -P "$pid")"/task/*/make-it-fail; do
+	# The wrapper leaves the tool's own PID (stdbuf and the tool exec it).
+	# shellcheck disable=SC2016 # $$ and $@ are the wrapper's
+	timeout -k 5 200 bash -c 'echo $$ >"$0"; exec stdbuf -oL "$@"' \
+		"$pidf" "$@" >"$out" 2>&1 &
+	pid=$!
+	if [[ $SROCE_ROLE == a ]]; then
+		announce_port "$port" tcp 60
+	fi
+	connected "$out" 60 || { cat "$out"; fail "$name: no connection"; }
+	t=$(<"$pidf")
+	[[ -d /proc/$t ]] || { cat "$out"; fail "$name: ended before fault injection could start"; }
+	for t in /proc/"$t"/task/*/make-it-fail; do
 		echo 1 >"$t" || fail "$name: cannot start fault injection"
 	done
+	log "$name: fault injection on"
 	wait "$pid" || { cat "$out"; fail "$name failed"; }
 	cat "$out"
 	barrier "$name"
