@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,debug pairs=none timeout=600
+# sroce-test: kernels=debug full-kernels=6.1,6.12,debug pairs=none timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # A hostile peer: anything may arrive on UDP 4791. While victim RC and UD
