@@ -324,8 +324,7 @@ static void sroce_comp_progress(struct sroce_qp *qp, u32 old)
 	struct sroce_comp *comp = &qp->comp;
 	unsigned long t;
 
-	comp->cwnd = min_t(u32, comp->cwnd + sroce_psn_diff(comp->psn, old),
-			   SROCE_CWND_MAX);
+	sroce_cc_grow(comp, sroce_psn_diff(comp->psn, old), qp->req.psn);
 	if (comp->timeout_suspect) {
 		comp->timeout_suspect = false;
 		sroce_req_count(qp, SROCE_REQ_TIMEOUTS_AVERTED);
@@ -830,7 +829,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	comp->rnr_wait = false;
 	comp->read_retried = false;
 	comp->backoff = 0;
-	comp->cwnd = SROCE_CWND_MAX;
+	sroce_cc_reset(comp);
 	comp->srtt8 = 0;
 	comp->rttvar4 = 0;
 	comp->timeout_suspect = false;

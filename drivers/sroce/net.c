@@ -27,6 +27,7 @@
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
+#include "cc.h"
 #include "icrc.h"
 #include "sroce.h"
 
@@ -201,12 +202,6 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		sroce_rx_count(port, err, 0);
 		goto drop;
 	}
-	/* No congestion control to feed yet: a CNP is just consumed. */
-	if (unlikely(sroce_pkt(skb)->flags & SROCE_OPF_CNP)) {
-		consume_skb(skb);
-		return 0;
-	}
-
 	sroce_rx_count(port, 0, skb->len - sizeof(struct udphdr));
 	__skb_pull(skb, sizeof(struct udphdr));
 	sroce_transport_rcv(port->sdev, skb);
@@ -406,7 +401,7 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_PKEY] = { .name = "rx_drop_pkey" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_QKEY] = { .name = "rx_drop_qkey" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_ADDR] = { .name = "rx_drop_address" },
-	[SROCE_CNT_RX_STATS + SROCE_RX_UNSUPPORTED] = { .name = "rx_drop_unsupported" },
+	[SROCE_CNT_RX_STATS + SROCE_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
 	[SROCE_CNT_RX_STATS + SROCE_RESP_DROPPED] = { .name = "resp_dropped" },
 	[SROCE_CNT_RX_STATS + SROCE_RESP_DUPLICATES] = { .name = "resp_duplicates" },
 	[SROCE_CNT_RX_STATS + SROCE_RESP_SEQ_NAKS] = { .name = "resp_seq_naks" },
@@ -415,6 +410,10 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_REQ_TIMEOUTS] = { .name = "req_timeouts" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_ALLOC_FAILURES] = { .name = "req_alloc_failures" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_TIMEOUTS_AVERTED] = { .name = "req_timeouts_averted" },
+	[SROCE_CNT_RX_STATS + SROCE_NP_ECN_MARKED] = { .name = "np_ecn_marked_roce_packets" },
+	[SROCE_CNT_RX_STATS + SROCE_NP_CNP_SENT] = { .name = "np_cnp_sent" },
+	[SROCE_CNT_RX_STATS + SROCE_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
+	[SROCE_CNT_RX_STATS + SROCE_RP_WINDOW_CUTS] = { .name = "rp_window_cuts" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_SEQ_NAKS] = { .name = "req_seq_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_RNR_NAKS] = { .name = "req_rnr_naks" },
 	[SROCE_CNT_RX_STATS + SROCE_REQ_RETRANSMITS] = { .name = "req_retransmits" },
@@ -737,7 +736,7 @@ static struct dst_entry *sroce_route6(struct net *net, struct sroce_av *av)
 }
 
 static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
-			   struct dst_entry *dst)
+			   struct dst_entry *dst, u8 tclass)
 {
 	struct iphdr *iph;
 
@@ -746,7 +745,7 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
 	iph = ip_hdr(skb);
 	iph->version = 4;
 	iph->ihl = sizeof(*iph) / 4;
-	iph->tos = av->tclass;
+	iph->tos = tclass;
 	iph->tot_len = htons(skb->len);
 	/* RoCE packets are sized to the path MTU and never fragmented. */
 	iph->frag_off = htons(IP_DF);
@@ -761,14 +760,14 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
 }
 
 static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av,
-			   struct dst_entry *dst)
+			   struct dst_entry *dst, u8 tclass)
 {
 	struct ipv6hdr *ip6h;
 
 	skb_push(skb, sizeof(*ip6h));
 	skb_reset_network_header(skb);
 	ip6h = ipv6_hdr(skb);
-	ip6_flow_hdr(ip6h, av->tclass, htonl(av->flow_label));
+	ip6_flow_hdr(ip6h, tclass, htonl(av->flow_label));
 	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 	ip6h->nexthdr = IPPROTO_UDP;
 	ip6h->hop_limit = av->hop_limit ?: ip6_dst_hoplimit(dst);
@@ -798,13 +797,15 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
 			   struct sk_buff *skb, unsigned int *len)
 {
 	bool ipv4 = av->network_type == RDMA_NETWORK_IPV4;
+	struct sroce_bth *bth = (struct sroce_bth *)skb->data;
+	u8 tclass = sroce_cc_tclass(av->tclass, bth->opcode);
 	unsigned int tail;
 	struct dst_entry *dst;
 	struct udphdr *udph;
 	__le32 icrc_le;
 	u8 *icrc;
 
-	tail = sroce_bth_pad((struct sroce_bth *)skb->data) + SROCE_ICRC_LEN;
+	tail = sroce_bth_pad(bth) + SROCE_ICRC_LEN;
 	icrc = sroce_put_tail(skb, tail);
 	if (unlikely(!icrc))
 		return -ENOMEM;
@@ -829,9 +830,9 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
 	}
 	skb->ip_summed = CHECKSUM_NONE;
 	if (ipv4) {
-		sroce_push_ip4(skb, av, dst);
+		sroce_push_ip4(skb, av, dst, tclass);
 	} else {
-		sroce_push_ip6(skb, av, dst);
+		sroce_push_ip6(skb, av, dst, tclass);
 		/*
 		 * A zero UDP checksum is legal over IPv4 only (RFC 8200):
 		 * checksum IPv6 packets, offloaded where the NIC can. The

@@ -621,7 +621,7 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	if (new == IB_QPS_RTS && cur != IB_QPS_RTS) {
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
-		qp->comp.cwnd = SROCE_CWND_MAX;
+		sroce_cc_reset(&qp->comp);
 	}
 	if (new == IB_QPS_SQD && cur != IB_QPS_SQD) {
 		qp->attr.sq_draining = 1;

@@ -17,6 +17,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "sroce.h"
+#include "cc.h"
 #include "net.h"
 #include "queue.h"
 #include "resp.h"
@@ -193,10 +194,11 @@ struct sroce_comp {
 	u8 backoff;		/* timeouts in a row: the timer doubles */
 	/*
 	 * Request PSNs allowed in flight, SROCE_CWND_MIN..SROCE_CWND_MAX:
-	 * grows by what is acknowledged, halves on a sequence NAK or a
-	 * timeout. Go-back-N resends everything in flight after a loss, so
-	 * on a lossy path a full window would resend hundreds of packets
-	 * per lost one (and overflow a qdisc that orphans skbs, such as
+	 * grows by what is acknowledged (one per window above cc.ssthresh),
+	 * halves on a sequence NAK or a timeout, shrinks on a CNP (cc.c).
+	 * Go-back-N resends everything in flight after a loss, so on a
+	 * lossy path a full window would resend hundreds of packets per
+	 * lost one (and overflow a qdisc that orphans skbs, such as
 	 * netem, which the transmit credits cannot see).
 	 */
 	u32 cwnd;
@@ -218,6 +220,7 @@ struct sroce_comp {
 	 */
 	bool timeout_suspect;
 	bool rtt_probe;		/* timing the acknowledgment of rtt_psn */
+	struct sroce_cc cc;	/* the window's reaction to CNPs (cc.c) */
 	u32 rtt_psn;
 	unsigned long rtt_start;
 	struct timer_list retrans_timer;

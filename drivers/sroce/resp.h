@@ -135,6 +135,13 @@ struct sroce_resp_state {
 	unsigned int tx_len;	/* replies in @tx_queue */
 	bool tx_busy;
 	struct work_struct tx_work;
+
+	/*
+	 * CE-marked requests seen and when the last CNP left (cc.c):
+	 * READ_ONCE/WRITE_ONCE, no lock.
+	 */
+	u32 ce_marks;
+	u64 cnp_ns;
 };
 
 /*
@@ -152,7 +159,7 @@ enum sroce_rx_stat {
 	SROCE_RX_BAD_PKEY,
 	SROCE_RX_BAD_QKEY,
 	SROCE_RX_BAD_ADDR,	/* RC/UC source/destination not the QP's */
-	SROCE_RX_UNSUPPORTED,	/* CNPs */
+	SROCE_RP_CNP_IGNORED,	/* CNPs to no QP with a window, or forged */
 	SROCE_RESP_DROPPED,	/* requests a responder discarded */
 	SROCE_RESP_DUPLICATES,	/* duplicate requests (re-ACKed/replayed) */
 	SROCE_RESP_SEQ_NAKS,	/* PSN sequence error NAKs sent */
@@ -173,6 +180,10 @@ enum sroce_rx_stat {
 	SROCE_MW_REMOTE_INVS,	/* windows invalidated by a SEND with Invalidate */
 	SROCE_REQ_ALLOC_FAILURES, /* request packets not allocated (retried) */
 	SROCE_REQ_TIMEOUTS_AVERTED, /* expiries answered within a tick */
+	SROCE_NP_ECN_MARKED,	/* requests that arrived marked CE */
+	SROCE_NP_CNP_SENT,	/* CNPs sent for them */
+	SROCE_RP_CNP_HANDLED,	/* CNPs accepted by a sending QP */
+	SROCE_RP_WINDOW_CUTS,	/* windows cut for them */
 	SROCE_RX_STATS_NUM
 };
 

@@ -2,7 +2,8 @@
 /*
  * Receive dispatch: a validated RoCEv2 packet (net.c) goes to the
  * responder of its destination QP when it is a request, to the completer
- * when it is a response or acknowledgment. Whatever fails a check here is
+ * when it is a response or acknowledgment, to the congestion control
+ * (cc.c) when it is a CNP. Whatever fails a check here is
  * counted in sdev->rx_stats and freed: the peer is not trusted to address
  * an existing QP of the right type in the right state.
  *
@@ -16,6 +17,7 @@
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
+#include "cc.h"
 #include "net.h"
 #include "qp.h"
 #include "resp.h"
@@ -175,6 +177,26 @@ static void rx_mcast(struct sroce_dev *sdev, struct sk_buff *skb)
 		kfree_skb(skb);
 }
 
+/*
+ * A CNP asks a QP that sends requests to slow down. Only the peer of a QP
+ * with a window (RC, XRC initiator) may ask, from the QP's own path: a
+ * forged CNP could otherwise throttle any QP.
+ */
+static void rx_cnp(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	struct sroce_qp *qp = sroce_qp_get(sdev, sroce_pkt_c(skb)->qpn);
+
+	if (qp && (qp->ibqp.qp_type == IB_QPT_RC ||
+		   qp->ibqp.qp_type == IB_QPT_XRC_INI) &&
+	    rx_state_ok(qp, false) && rx_pkey_ok(skb) && rx_addr_ok(qp, skb))
+		sroce_cc_cnp_rcv(qp);
+	else
+		atomic64_inc(&sdev->rx_stats.c[SROCE_RP_CNP_IGNORED]);
+	if (qp)
+		sroce_qp_put(qp);
+	consume_skb(skb);
+}
+
 void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 {
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
@@ -182,10 +204,9 @@ void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 	atomic64_t *drop;
 	struct sroce_qp *qp;
 
-	if (unlikely(!(pkt->flags & (SROCE_OPF_REQ | SROCE_OPF_RESP)))) {
-		/* CNPs: sroce does no congestion control (yet) */
-		atomic64_inc(&sdev->rx_stats.c[SROCE_RX_UNSUPPORTED]);
-		goto free;
+	if (unlikely(pkt->flags & SROCE_OPF_CNP)) {
+		rx_cnp(sdev, skb);
+		return;
 	}
 	if (pkt->qpn == IB_MULTICAST_QPN) {
 		rx_mcast(sdev, skb);
@@ -202,10 +223,12 @@ void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 		sroce_qp_put(qp);
 		goto free;
 	}
-	if (request)
+	if (request) {
+		sroce_cc_request_rcv(qp, skb);
 		sroce_resp_rcv(qp, skb);
-	else
+	} else {
 		sroce_comp_rcv(qp, skb);
+	}
 	sroce_qp_put(qp);
 	return;
 free:

@@ -263,14 +263,14 @@ from_peer() {
 
 # rx_drops DEV: the sum of an sroce port's counters of received packets it
 # dropped: bad ICRC or headers, no QP or the wrong one, bad P_Key, Q_Key,
-# addresses, unsupported, and requests a responder discarded (a UD QP
+# addresses, CNPs no QP took, and requests a responder discarded (a UD QP
 # with no receive posted). Status 1 when one is absent.
 rx_drops() {
 	rdma statistic show link "$1/1" | tr -s ' \n' '\n' | awk -v dev="$1" '
 		BEGIN {
 			n = split("rx_icrc_errors rx_malformed rx_drop_no_qp rx_drop_qp_type " \
 				  "rx_drop_qp_state rx_drop_pkey rx_drop_qkey rx_drop_address " \
-				  "rx_drop_unsupported resp_dropped", names)
+				  "rp_cnp_ignored resp_dropped", names)
 			for (i = 1; i <= n; i++)
 				want[names[i]] = 1
 		}

@@ -345,7 +345,7 @@ static const char *const cnames[C_NUM] = {
 static const char *const drop_names[] = {
 	"rx_icrc_errors", "rx_malformed", "rx_drop_qp_type",
 	"rx_drop_qp_state", "rx_drop_pkey", "rx_drop_address",
-	"rx_drop_unsupported", "resp_dropped",
+	"rp_cnp_ignored", "resp_dropped",
 };
 
 static long long rx_drops(void)
