@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 pairs=rxe:rxe timeout=240
+# sroce-test: kernels=6.1 pairs=rxe:rxe timeout=240 full-only
 # SPDX-License-Identifier: GPL-2.0
 # Proves the guest harness end to end with stock rdma_rxe on both guests:
 # two guests on the unix-socket link, RoCEv2 GIDs for both address families,
