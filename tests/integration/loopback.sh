@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,debug pairs=none timeout=400
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,debug pairs=none timeout=400
 # SPDX-License-Identifier: GPL-2.0
 #
 # sroce to sroce on one host: both ends of an RC connection on the same
