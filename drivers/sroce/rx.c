@@ -186,22 +186,18 @@ static void rx_cnp(struct sroce_dev *sdev, struct sk_buff *skb)
 {
 	struct sroce_qp *qp = sroce_qp_get(sdev, sroce_pkt_c(skb)->qpn);
 
-	bool taken = qp && (qp->ibqp.qp_type == IB_QPT_RC ||
-			    qp->ibqp.qp_type == IB_QPT_XRC_INI) &&
-		     rx_state_ok(qp, false) && rx_pkey_ok(skb) &&
-		     rx_addr_ok(qp, skb);
-
-	if (taken)
+	if (qp && (qp->ibqp.qp_type == IB_QPT_RC ||
+		   qp->ibqp.qp_type == IB_QPT_XRC_INI) &&
+	    rx_state_ok(qp, false) && rx_pkey_ok(skb) && rx_addr_ok(qp, skb)) {
 		sroce_cc_cnp_rcv(qp);
-	else
+		consume_skb(skb);
+	} else {
+		/* A drop, which drop monitors should see. */
 		atomic64_inc(&sdev->rx_stats.c[SROCE_RP_CNP_IGNORED]);
+		kfree_skb(skb);
+	}
 	if (qp)
 		sroce_qp_put(qp);
-	/* An ignored CNP is a drop: drop monitors should see it. */
-	if (taken)
-		consume_skb(skb);
-	else
-		kfree_skb(skb);
 }
 
 void sroce_transport_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
