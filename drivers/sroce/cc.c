@@ -61,9 +61,8 @@ static void sroce_cc_send_cnp(struct sroce_qp *qp)
 				  SROCE_CC_CNP_RESERVED, GFP_ATOMIC);
 	if (!skb)
 		return;	/* the next marked request asks again */
-	sroce_bth_init((struct sroce_bth *)skb->data, SROCE_OP_CNP, false, 0,
-		       SROCE_DEFAULT_PKEY, READ_ONCE(qp->attr.dest_qpn), false,
-		       0);
+	sroce_cnp_bth_init((struct sroce_bth *)skb->data,
+			   READ_ONCE(qp->attr.dest_qpn));
 	memset(sroce_net_put_data(skb, SROCE_CC_CNP_RESERVED), 0,
 	       SROCE_CC_CNP_RESERVED);
 	if (!sroce_net_xmit(sdev, sroce_qp_av(qp), skb))

@@ -582,6 +582,17 @@ enum sroce_opcode {
 	SROCE_OP_CNP				= 0x81,
 };
 
+/*
+ * A CNP's BTH (annex A17.9.3): BECN=1 (byte 4 = 0x40), which reaction
+ * points may require before they slow down; default P_Key, PSN 0.
+ */
+static inline void sroce_cnp_bth_init(struct sroce_bth *bth, u32 qpn)
+{
+	sroce_bth_init(bth, SROCE_OP_CNP, false, 0, SROCE_DEFAULT_PKEY, qpn,
+		       false, 0);
+	sroce_bth_set_becn(bth, true);
+}
+
 #define SROCE_NUM_OPCODES	256
 
 /* Which extension headers follow the BTH (bit n is enum sroce_ext n). */

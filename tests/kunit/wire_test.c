@@ -39,6 +39,25 @@ static void bth_pack_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sroce_bth_psn(&bth), 0xfedcbaU);
 }
 
+/* A CNP as annex A17.9.3 draws it: BECN set in BTH byte 4. */
+static void cnp_bth_test(struct kunit *test)
+{
+	static const u8 expect[SROCE_BTH_LEN] = {
+		0x81,			/* CNP */
+		0x00,			/* no SE, pad 0, TVer 0 */
+		0xff, 0xff,		/* default P_Key */
+		0x40, 0xab, 0xcd, 0xef,	/* FECN 0, BECN 1, QP */
+		0x00, 0x00, 0x00, 0x00,	/* no AckReq, PSN 0 */
+	};
+	struct sroce_bth bth;
+
+	memset(&bth, 0x5a, sizeof(bth));
+	sroce_cnp_bth_init(&bth, 0xabcdef);
+	KUNIT_EXPECT_EQ(test, memcmp(&bth, expect, sizeof(expect)), 0);
+	KUNIT_EXPECT_TRUE(test, sroce_bth_becn(&bth));
+	KUNIT_EXPECT_FALSE(test, sroce_bth_fecn(&bth));
+}
+
 /* Each setter changes its own bits and nothing else. */
 static void bth_setters_test(struct kunit *test)
 {
@@ -495,6 +514,7 @@ static void psn_test(struct kunit *test)
 static struct kunit_case sroce_wire_cases[] = {
 	KUNIT_CASE(bth_pack_test),
 	KUNIT_CASE(bth_setters_test),
+	KUNIT_CASE(cnp_bth_test),
 	KUNIT_CASE(pad_len_test),
 	KUNIT_CASE(ext_headers_test),
 	KUNIT_CASE(opcode_layout_test),
