@@ -335,6 +335,7 @@ static void sroce_comp_progress(struct sroce_qp *qp, u32 old)
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.read_retried = false;
 	qp->comp.backoff = 0;
+	qp->comp.stale_armed = false;
 	t = sroce_comp_timeout(qp);
 	if (!sroce_comp_outstanding(qp))
 		timer_delete(&qp->comp.retrans_timer);
@@ -662,9 +663,16 @@ static bool sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb,
  * does), and our newer requests wait behind it. Going back again would
  * queue one more full answer each time the timer expires, until the
  * requester runs out of retries waiting behind its own duplicates; the
- * responder is alive, so the timer starts over instead. Retries and
- * backoff stay as they are: only progress renews them.
+ * responder is alive, so the timer starts over instead. But only for a
+ * while: anyone can send a stale READ response (a buggy or forged peer,
+ * over and over), and only progress proves the peer alive. From the
+ * first one since the last progress, stale responses postpone the
+ * timeout by at most SROCE_STALE_GRACE timeouts, long enough for the
+ * replay of a large READ; the retry budget then runs out as it would
+ * without them. Retries and backoff are renewed by progress only.
  */
+#define SROCE_STALE_GRACE	8
+
 static void sroce_comp_stale_read_resp(struct sroce_qp *qp,
 				       const struct sroce_pkt *pkt)
 {
@@ -677,10 +685,16 @@ static void sroce_comp_stale_read_resp(struct sroce_qp *qp,
 	    !timer_pending(&comp->retrans_timer))
 		return;
 	t = sroce_comp_timeout(qp);
-	if (t) {
-		comp->timeout_suspect = false;
-		mod_timer(&comp->retrans_timer, jiffies + t);
+	if (!t)
+		return;
+	if (!comp->stale_armed) {
+		comp->stale_armed = true;
+		comp->stale_until = jiffies + SROCE_STALE_GRACE * t;
 	}
+	if (time_after(jiffies + t, comp->stale_until))
+		return;
+	comp->timeout_suspect = false;
+	mod_timer(&comp->retrans_timer, jiffies + t);
 }
 
 /* One response packet (sq_lock held); true to run the requester. */
@@ -833,6 +847,7 @@ void sroce_comp_reset(struct sroce_qp *qp)
 	comp->srtt8 = 0;
 	comp->rttvar4 = 0;
 	comp->timeout_suspect = false;
+	comp->stale_armed = false;
 	comp->rtt_probe = false;
 	timer_delete(&comp->retrans_timer);
 	timer_delete(&comp->rnr_timer);

@@ -219,6 +219,13 @@ struct sroce_comp {
 	 * processed. Progress in that tick clears it.
 	 */
 	bool timeout_suspect;
+	/*
+	 * A READ response older than comp.psn arrived since the last
+	 * progress (cleared by it): such responses postpone the timeout
+	 * until stale_until, no further (comp.c).
+	 */
+	bool stale_armed;
+	unsigned long stale_until;
 	bool rtt_probe;		/* timing the acknowledgment of rtt_psn */
 	struct sroce_cc cc;	/* the window's reaction to CNPs (cc.c) */
 	u32 rtt_psn;
