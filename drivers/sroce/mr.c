@@ -724,6 +724,23 @@ static int sroce_mr_append_skb_locked(struct sroce_mr *mr, u64 iova,
 	return 0;
 }
 
+/*
+ * The 8 bytes an atomic works on. The CPU needs the kernel address they
+ * are at aligned (else a split lock, or a trap where split-lock detection
+ * is on), and an aligned iova does not make it so: a user MR, an ODP MR
+ * registered with another iova, and a fast-registration MR (zero-based,
+ * say) can each start anywhere in their first page. Pages are aligned,
+ * so the offset in the page decides, and an aligned word never straddles
+ * a page or a fast-registration page.
+ */
+static int sroce_mr_word(const struct sroce_mr *mr, u64 iova,
+			 struct sroce_mr_chunk *c)
+{
+	if (sroce_mr_chunk(mr, iova, sizeof(u64), c))
+		return -EFAULT;
+	return IS_ALIGNED(c->off, sizeof(u64)) ? 0 : -EINVAL;
+}
+
 static int sroce_mr_atomic_locked(struct sroce_mr *mr, u64 iova,
 				  bool cmp_swap, u64 compare_add, u64 swap,
 				  u64 *orig)
@@ -731,9 +748,10 @@ static int sroce_mr_atomic_locked(struct sroce_mr *mr, u64 iova,
 	struct sroce_mr_chunk c;
 	atomic64_t *p;
 	void *va;
+	int err = sroce_mr_word(mr, iova, &c);
 
-	if (sroce_mr_chunk(mr, iova, sizeof(u64), &c))
-		return -EFAULT;
+	if (err)
+		return err;
 	va = kmap_local_page(c.page);
 	p = va + c.off;
 	if (cmp_swap)
@@ -749,9 +767,10 @@ static int sroce_mr_atomic_write_locked(struct sroce_mr *mr, u64 iova,
 {
 	struct sroce_mr_chunk c;
 	void *va;
+	int err = sroce_mr_word(mr, iova, &c);
 
-	if (sroce_mr_chunk(mr, iova, sizeof(u64), &c))
-		return -EFAULT;
+	if (err)
+		return err;
 	va = kmap_local_page(c.page);
 	/* one aligned 64-bit store, after everything placed before it */
 	smp_store_release((u64 *)(va + c.off), value);

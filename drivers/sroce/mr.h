@@ -275,7 +275,9 @@ int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
  * 64-bit atomic on the MR at @iova (8-byte aligned, checked by the
  * caller): compare-and-swap when @cmp_swap, else fetch-and-add. Atomic
  * against the CPU and against every other sroce atomic. Stores the
- * original value in *@orig; returns 0 or -EFAULT.
+ * original value in *@orig; returns 0, -EFAULT, -EAGAIN (ODP pages
+ * missing, odp.h) or -EINVAL when the memory behind @iova is not 8-byte
+ * aligned.
  */
 int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare_add, u64 swap, u64 *orig);
@@ -284,7 +286,7 @@ int sroce_mr_atomic(struct sroce_mr *mr, u64 iova, bool cmp_swap,
  * ATOMIC WRITE: store the 8 bytes of @value (as they came off the wire)
  * at @iova (8-byte aligned, checked by the caller) in one store that no
  * reader sees half done, ordered after every earlier placement. Returns
- * 0 or -EFAULT.
+ * what sroce_mr_atomic() does.
  */
 int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value);
 

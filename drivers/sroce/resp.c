@@ -472,14 +472,16 @@ static enum resp_status resp_read(struct sroce_qp *qp, struct sk_buff *skb,
 	return RESP_REPLIED;
 }
 
-/* Is the memory behind iova 8-byte aligned (the CPU's atomics need it)? */
-static bool resp_atomic_aligned(const struct sroce_mr *mr, u64 iova)
+/*
+ * What an atomic's failure in the MR means: pages to fault in, memory
+ * not 8-byte aligned (an invalid request, as a misaligned va: the
+ * address in memory is checked by mr.c, which knows it), or no access.
+ */
+static enum resp_status resp_atomic_err(int err)
 {
-	if (iova & 7)
-		return false;
-	if (mr->type == SROCE_MR_USER)
-		return !((mr->page_offset + (iova - mr->iova)) & 7);
-	return true;
+	if (err == -EAGAIN)
+		return RESP_RNR;
+	return err == -EINVAL ? RESP_ERR_INV_REQ : RESP_ERR_ACCESS;
 }
 
 static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
@@ -502,7 +504,7 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 			   IB_ACCESS_REMOTE_ATOMIC);
 	if (!mr)
 		return RESP_ERR_ACCESS;
-	if (!resp_atomic_aligned(mr, va)) {
+	if (!IS_ALIGNED(va, sizeof(u64))) {
 		sroce_mr_put(mr);
 		return RESP_ERR_INV_REQ;
 	}
@@ -512,7 +514,7 @@ static enum resp_status resp_atomic(struct sroce_qp *qp, struct sk_buff *skb,
 			      sroce_atmeth_swap_add(a), &orig);
 	sroce_mr_put(mr);
 	if (err)
-		return err == -EAGAIN ? RESP_RNR : RESP_ERR_ACCESS;
+		return resp_atomic_err(err);
 
 	res = resp_res_claim(rs, r);
 	res->type = SROCE_RES_ATOMIC;
@@ -575,7 +577,7 @@ static enum resp_status resp_atomic_write(struct sroce_qp *qp,
 			   IB_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		return RESP_ERR_ACCESS;
-	if (!resp_atomic_aligned(mr, va)) {
+	if (!IS_ALIGNED(va, sizeof(value))) {
 		sroce_mr_put(mr);
 		return RESP_ERR_INV_REQ;
 	}
@@ -586,7 +588,7 @@ static enum resp_status resp_atomic_write(struct sroce_qp *qp,
 		err = sroce_mr_atomic_write(mr, va, value);
 	sroce_mr_put(mr);
 	if (err)
-		return err == -EAGAIN ? RESP_RNR : RESP_ERR_ACCESS;
+		return resp_atomic_err(err);
 	return resp_placement_done(qp, pkt->psn, r);
 }
 

@@ -16,7 +16,8 @@ set -euo pipefail
 # The cases sroce_kverbs.ko runs, in order (its kv_cases[]).
 CASES=(fastreg_write_read local_inv rereg_new_key send_with_inv
 	send_inv_bad_rkey send_inv_other_pd local_inv_refused map_too_many
-	reg_bad_access reg_inv_chain reg_send_chain dma_mr_send_recv handler_unlocked)
+	reg_bad_access reg_inv_chain reg_send_chain atomic_kernel_align
+	dma_mr_send_recv handler_unlocked)
 
 [[ $SROCE_DEV_TYPE == sroce ]] || fail "needs an sroce device"
 module=${SROCE_KVERBS_MODULE:-}

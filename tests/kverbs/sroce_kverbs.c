@@ -1306,6 +1306,86 @@ static int kv_reg_send(struct kv_test *t, struct kv_ctx *c)
 }
 
 /*
+ * atomic_kernel_align: an atomic's target must be 8-byte aligned in
+ * memory, not only in its iova. The MR starts f.start (150) bytes into its
+ * first page. Registered at iova f.start % 8, iova KV_ATOMIC_VA is an
+ * aligned word: a FETCH_ADD there returns it and adds 1. Registered
+ * zero-based, KV_ATOMIC_VA is MR byte 8, 6 bytes off alignment: an
+ * invalid request (as for a misaligned iova), and the MR is unchanged.
+ */
+#define KV_ATOMIC_VA	8
+
+static int kv_fetch_add(struct kv_test *t, struct kv_ctx *c,
+			enum ib_wc_status status, const char *what)
+{
+	struct ib_sge sge = kv_sge(c->pd, c->buf.dma, sizeof(u64));
+	const struct ib_send_wr *bad;
+	struct ib_atomic_wr wr = {
+		.wr = {
+			.wr_id = 5,
+			.opcode = IB_WR_ATOMIC_FETCH_AND_ADD,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.remote_addr = KV_ATOMIC_VA,
+		.compare_add = 1,
+		.rkey = c->f.mr->rkey,
+	};
+
+	memset(c->buf.va, 0, sizeof(u64));
+	if (kv_posted(t, "FETCH_ADD", ib_post_send(c->p.qp_a, &wr.wr, &bad)))
+		return -EIO;
+	return kv_expect(t, what, c->p.cq_a, 5, status, IB_WC_FETCH_ADD, NULL);
+}
+
+/* Register the MR on b at @iova for atomics too, fill it with @seed. */
+static int kv_fmr_reg_at(struct kv_test *t, struct kv_ctx *c, u64 iova,
+			 u8 seed)
+{
+	const struct ib_send_wr *bad;
+	struct ib_reg_wr wr;
+
+	c->f.mr->iova = iova;
+	kv_reg_wr(&wr, c->f.mr, 7, KV_FAST_ACCESS | IB_ACCESS_REMOTE_ATOMIC,
+		  true);
+	if (kv_posted(t, "REG_MR", ib_post_send(c->p.qp_b, &wr.wr, &bad)) ||
+	    kv_expect(t, "REG_MR with remote atomic", c->p.cq_b, 7,
+		      IB_WC_SUCCESS, IB_WC_REG_MR, NULL))
+		return -EIO;
+	kv_fmr_fill(&c->f, 0, KV_MR_LEN, seed);
+	return 0;
+}
+
+static int kv_atomic_align(struct kv_test *t, struct kv_ctx *c)
+{
+	u32 byte = KV_ATOMIC_VA - c->f.start % 8;
+	u64 want = 0, got;
+	u32 i;
+
+	if (kv_fmr_reg_at(t, c, c->f.start % 8, 16))
+		return -EIO;
+	for (i = 0; i < sizeof(want); i++)
+		((u8 *)&want)[i] = kv_pattern(byte + i, 16);
+	if (kv_fetch_add(t, c, IB_WC_SUCCESS, "FETCH_ADD on an aligned word"))
+		return -EIO;
+	got = *(u64 *)kv_fmr_byte(&c->f, byte);
+	if (KV_UNLESS(t, *(u64 *)c->buf.va == want && got == want + 1,
+		      "FETCH_ADD returned %#llx and left %#llx, expected %#llx and %#llx",
+		      *(u64 *)c->buf.va, got, want, want + 1))
+		return -EIO;
+
+	if (kv_post_local_inv(t, c->p.qp_b, 6, c->f.mr->rkey) ||
+	    kv_expect(t, "LOCAL_INV", c->p.cq_b, 6, IB_WC_SUCCESS,
+		      IB_WC_LOCAL_INV, NULL) ||
+	    kv_fmr_reg_at(t, c, 0, 17) ||
+	    kv_fetch_add(t, c, IB_WC_REM_INV_REQ_ERR,
+			 "FETCH_ADD on a misaligned word at an aligned iova"))
+		return -EIO;
+	return kv_fmr_check(t, &c->f, 0, KV_MR_LEN, 17);
+}
+
+/*
  * send_inv_bad_rkey, send_inv_other_pd: SEND with Invalidate of an rkey b
  * cannot invalidate (@key: another key byte, or a's MR in a's PD) is an
  * invalid request (IBTA 10.6.7.2): a's SEND completes with
@@ -1455,6 +1535,10 @@ static const struct kv_case kv_cases[] = {
 	{ "reg_send_chain", .buf_len = 64, .mr = KV_MR_MAPPED,
 	  .steps = (const struct kv_step[]){
 		{ KV_CALL, .fn = kv_reg_send },
+		{} } },
+	{ "atomic_kernel_align", .buf_len = 64, .mr = KV_MR_MAPPED,
+	  .steps = (const struct kv_step[]){
+		{ KV_CALL, .fn = kv_atomic_align },
 		{} } },
 	{ "dma_mr_send_recv", .buf_len = 64,
 	  .steps = (const struct kv_step[]){
