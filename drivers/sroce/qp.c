@@ -726,8 +726,10 @@ static int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	sroce_qp_set_state(qp, cur, new, attr, mask, &n);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
-	if (new == IB_QPS_RESET)
+	if (new == IB_QPS_RESET) {
 		sroce_comp_timers_stop(qp, false);
+		sroce_resp_reset_sync(qp);
+	}
 out:
 	mutex_unlock(&qp->mutex);
 	if (path)

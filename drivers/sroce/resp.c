@@ -70,6 +70,7 @@ struct resp_reply {
 	u8 syndrome;		/* AETH syndrome of an ACKNOWLEDGE */
 	bool fatal;		/* then move the QP to the error state */
 	bool holds_res;		/* answers a new request: see resp_res_claim() */
+	u32 gen;		/* resp.gen when it was described */
 	u32 psn;
 	u32 msn;
 	u32 srqn;		/* XRC: the request's SRQ, whose PD READs use */
@@ -1248,11 +1249,33 @@ static void resp_tx_pop(struct sroce_resp_state *rs, struct resp_tx *tx)
 }
 
 /*
+ * A fatal NAK @tx_work sent (or could not send): the QP goes to the error
+ * state, unless a RESET since the NAK was described made the QP another
+ * connection's (resp.gen under resp.lock, taken before sq_lock).
+ */
+static void resp_tx_fatal(struct sroce_qp *qp, u32 gen)
+{
+	struct sroce_comp_notify n = {};
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->resp.lock, flags);
+	if (gen == qp->resp.gen) {
+		spin_lock(&qp->sq_lock);
+		sroce_qp_error_locked(qp, &n);
+		spin_unlock(&qp->sq_lock);
+	}
+	spin_unlock_irqrestore(&qp->resp.lock, flags);
+	sroce_comp_notify(qp, &n);
+}
+
+/*
  * Process context: send the deferred replies in order, waiting while the
- * transmit queue is full. Replies of a QP that left RTR/RTS/SQD are dropped.
- * A fatal NAK moves the QP to the error state once it went out, after the
- * answers queued before it. Drops the QP reference taken by resp_defer()
- * when the queue is empty.
+ * transmit queue is full. Replies of a QP that left RTR/RTS/SQD, or that
+ * were described before a RESET, are dropped: the READ responses of an old
+ * connection must not reach the peer of a new one. A fatal NAK moves the
+ * QP to the error state once it went out, after the answers queued before
+ * it. Drops the QP reference taken by resp_defer() when the queue is
+ * empty.
  */
 static void resp_tx_work(struct work_struct *work)
 {
@@ -1263,10 +1286,11 @@ static void resp_tx_work(struct work_struct *work)
 	enum resp_tx_status st;
 	struct resp_tx *tx;
 	bool fatal;
+	u32 gen;
 
 	while ((tx = resp_tx_first(rs))) {
 		st = RESP_TX_ABANDON;
-		if (resp_tx_live(qp))
+		if (tx->r.gen == READ_ONCE(rs->gen) && resp_tx_live(qp))
 			st = resp_xmit(qp, &tx->r, SROCE_RESP_TX_BATCH);
 		if (st == RESP_TX_FULL && waited++ < SROCE_RESP_TX_RETRIES) {
 			usleep_range(100, 200);
@@ -1275,10 +1299,11 @@ static void resp_tx_work(struct work_struct *work)
 		waited = 0;
 		if (st != RESP_TX_MORE) {
 			fatal = tx->r.fatal;
+			gen = tx->r.gen;
 			resp_reply_retire(qp, &tx->r);
 			resp_tx_pop(rs, tx);
 			if (fatal)
-				sroce_qp_error(qp);
+				resp_tx_fatal(qp, gen);
 		}
 		cond_resched();
 	}
@@ -1319,6 +1344,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	spin_lock_irqsave(&rs->lock, flags);
 	rs->owed = &owed;
 	rs->xrc_srq = xrc_srq;
+	reply.gen = rs->gen;
 	if (unlikely(rs->failed)) {
 		resp_count(qp, SROCE_RESP_DROPPED);
 	} else {
@@ -1368,6 +1394,8 @@ int sroce_resp_init(struct sroce_qp *qp)
 
 static void resp_reset(struct sroce_resp_state *rs)
 {
+	/* what @tx_work still holds is the old connection's: dropped */
+	WRITE_ONCE(rs->gen, rs->gen + 1);
 	rs->epsn = 0;
 	rs->msn = 0;
 	rs->nak_pending = false;
@@ -1414,6 +1442,16 @@ int sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 
 	kfree(old);
 	return 0;
+}
+
+/*
+ * After the QP entered RESET: @tx_work drops what it still holds (the
+ * generation changed); wait for that, so that no reply of the old
+ * connection leaves once the QP is connected again. Process context.
+ */
+void sroce_resp_reset_sync(struct sroce_qp *qp)
+{
+	flush_work(&qp->resp.tx_work);
 }
 
 void sroce_resp_cleanup(struct sroce_qp *qp)

@@ -80,6 +80,12 @@ struct sroce_resp_state {
 	u32 epsn;		/* next expected request PSN (rq_psn) */
 	u32 msn;		/* messages completed, 24 bits */
 	/*
+	 * Connection generation: each RESET adds one. A reply carries the
+	 * value it was described under, and @tx_work sends a queued one only
+	 * while they match (it reads @gen with READ_ONCE).
+	 */
+	u32 gen;
+	/*
 	 * A PSN sequence error or RNR NAK is outstanding for @epsn: later
 	 * requests are dropped silently until the requester resends @epsn.
 	 */
@@ -201,11 +207,14 @@ void sroce_rx_stats_read(struct sroce_dev *sdev, u64 *values);
  * RESET clears the state, IB_QP_RQ_PSN sets the expected PSN,
  * IB_QP_MAX_DEST_RD_ATOMIC sizes the responder resources. Process context
  * without spinlocks held, may sleep; 0 or -ENOMEM (nothing changed then).
+ * sroce_resp_reset_sync() once the QP is in RESET: the replies queued for
+ * the old connection are gone when it returns (may sleep).
  * sroce_resp_cleanup() at destroy, after the last packet reference.
  */
 int sroce_resp_init(struct sroce_qp *qp);
 int sroce_resp_modify(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 		      int mask);
+void sroce_resp_reset_sync(struct sroce_qp *qp);
 void sroce_resp_cleanup(struct sroce_qp *qp);
 
 /*
