@@ -39,7 +39,8 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_AH);
+	ah->user = sroce_udata_user(udata);
+	err = sroce_obj_charge(&sdev->limits, ah->user, SROCE_OBJ_AH);
 	if (err)
 		return err;
 	err = -ENOMEM;
@@ -72,7 +73,7 @@ err_erase:
 err_free:
 	kfree(ah->path);
 err_uncharge:
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_AH);
+	sroce_obj_uncharge(&sdev->limits, ah->user, SROCE_OBJ_AH);
 	return err;
 }
 
@@ -96,7 +97,7 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 	__xa_erase(&sdev->ah_xa, ah->ah_num);
 	xa_unlock_irqrestore(&sdev->ah_xa, irqflags);
 	kfree_rcu(ah->path, rcu);
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_AH);
+	sroce_obj_uncharge(&sdev->limits, ah->user, SROCE_OBJ_AH);
 	return 0;
 }
 

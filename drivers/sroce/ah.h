@@ -27,6 +27,7 @@ struct sroce_ah {
 	struct ib_ah ibah;
 	struct sroce_ah_path *path;
 	u32 ah_num;		/* key in sdev->ah_xa, never 0 */
+	struct sroce_user *user;	/* charged to (limits.h); NULL: kernel */
 };
 
 static inline struct sroce_ah *to_sah(struct ib_ah *ibah)

@@ -50,7 +50,8 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
-	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_CQ);
+	cq->user = sroce_udata_user(udata);
+	err = sroce_obj_charge(&sdev->limits, cq->user, SROCE_OBJ_CQ);
 	if (err)
 		return err;
 	spin_lock_init(&cq->lock);
@@ -75,14 +76,17 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_free:
 	sroce_queue_free(&cq->queue);
 err_uncharge:
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_CQ);
+	sroce_obj_uncharge(&sdev->limits, cq->user, SROCE_OBJ_CQ);
 	return err;
 }
 
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
-	sroce_queue_free(&to_scq(ibcq)->queue);
-	sroce_obj_uncharge(&to_sdev(ibcq->device)->limits, SROCE_OBJ_CQ);
+	struct sroce_cq *cq = to_scq(ibcq);
+
+	sroce_queue_free(&cq->queue);
+	sroce_obj_uncharge(&to_sdev(ibcq->device)->limits, cq->user,
+			   SROCE_OBJ_CQ);
 	return 0;
 }
 

@@ -50,6 +50,7 @@ struct sroce_cq {
 	bool err_pending;	/* IB_EVENT_CQ_ERR owed */
 	bool is_user;
 	bool timestamps;	/* IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION */
+	struct sroce_user *user;	/* charged to (limits.h); NULL: kernel */
 };
 
 static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)

@@ -87,15 +87,17 @@ static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
 static struct sroce_mr *sroce_mr_alloc(struct ib_pd *ibpd, int access)
 {
 	struct sroce_limits *limits = &to_sdev(ibpd->device)->limits;
+	struct sroce_user *user = to_spd(ibpd)->user;
 	struct sroce_mr *mr;
 
-	if (sroce_obj_charge(limits, SROCE_OBJ_MR))
+	if (sroce_obj_charge(limits, user, SROCE_OBJ_MR))
 		return NULL;
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr) {
-		sroce_obj_uncharge(limits, SROCE_OBJ_MR);
+		sroce_obj_uncharge(limits, user, SROCE_OBJ_MR);
 		return NULL;
 	}
+	mr->user = user;
 	mr->ibmr.pd = ibpd;
 	mr->access = access;
 	mr->state = SROCE_MR_VALID;
@@ -113,7 +115,7 @@ static void sroce_mr_free(struct sroce_mr *mr)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	kvfree(mr->fast_pages);
-	sroce_obj_uncharge(&to_sdev(mr->ibmr.pd->device)->limits,
+	sroce_obj_uncharge(&to_sdev(mr->ibmr.pd->device)->limits, mr->user,
 			   SROCE_OBJ_MR);
 	kfree_rcu(mr, rcu);
 }

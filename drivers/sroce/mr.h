@@ -92,6 +92,8 @@ struct sroce_odp {
 
 struct sroce_mr {
 	struct ib_mr ibmr;
+	/* charged to (limits.h): its PD's; NULL: the kernel */
+	struct sroce_user *user;
 	enum sroce_mr_type type;
 	int access;		/* IB_ACCESS_* */
 	u64 iova;
@@ -177,6 +179,7 @@ enum sroce_mw_state {
  */
 struct sroce_mw {
 	struct ib_mw ibmw;
+	struct sroce_user *user;	/* charged to (limits.h); NULL: kernel */
 	/*
 	 * Everything below up to lock changes under lock: a bind, an
 	 * invalidation, dealloc or the destruction of the type 2 window's

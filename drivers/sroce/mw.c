@@ -84,7 +84,8 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
 		return -EINVAL;
-	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_MW);
+	mw->user = sroce_udata_user(udata);
+	err = sroce_obj_charge(&sdev->limits, mw->user, SROCE_OBJ_MW);
 	if (err)
 		return err;
 	spin_lock_init(&mw->lock);
@@ -95,7 +96,7 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	/* a lookup before the key is set compares with 0: no index has it */
 	err = sroce_key_insert(sdev, xa_tag_pointer(mw, SROCE_KEY_MW), &index);
 	if (err) {
-		sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_MW);
+		sroce_obj_uncharge(&sdev->limits, mw->user, SROCE_OBJ_MW);
 		return err;
 	}
 	WRITE_ONCE(mw->key, index << 8 | get_random_u8());
@@ -120,7 +121,7 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
 	mr = sroce_mw_unbind(mw);
 	spin_unlock_irqrestore(&mw->lock, flags);
 	sroce_mw_release_mr(mr);
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_MW);
+	sroce_obj_uncharge(&sdev->limits, mw->user, SROCE_OBJ_MW);
 	return 0;
 }
 

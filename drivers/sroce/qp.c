@@ -325,7 +325,9 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = sroce_qp_check_caps(init);
 	if (err)
 		return err;
-	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_QP);
+	qp->user = udata ? sroce_udata_user(udata) :
+		   init->xrcd ? to_sxrcd(init->xrcd)->user : NULL;
+	err = sroce_obj_charge(&sdev->limits, qp->user, SROCE_OBJ_QP);
 	if (err)
 		return err;
 
@@ -397,7 +399,7 @@ err_sq:
 err_req:
 	sroce_req_cleanup(qp);
 err_uncharge:
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_QP);
+	sroce_obj_uncharge(&sdev->limits, qp->user, SROCE_OBJ_QP);
 	return err;
 }
 
@@ -470,7 +472,7 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_path_free(rcu_dereference_protected(qp->path, true));
 	sroce_queue_free(&qp->rq.queue);
 	sroce_qp_free_sq(qp);
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_QP);
+	sroce_obj_uncharge(&sdev->limits, qp->user, SROCE_OBJ_QP);
 	return 0;
 }
 

@@ -251,6 +251,12 @@ struct sroce_qp {
 	struct sroce_dev *sdev;
 	bool is_user;
 	bool sig_all;
+	/*
+	 * Charged to (limits.h): the creator's context's user, or for an XRC
+	 * target QP, which ib_core creates without udata, its XRC domain's;
+	 * NULL: the kernel.
+	 */
+	struct sroce_user *user;
 
 	/*
 	 * Lifetime: the QP xarray holds the initial reference; packet

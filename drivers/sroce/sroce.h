@@ -16,6 +16,7 @@
 #include <linux/netdevice.h>
 #include <linux/idr.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "compat.h"
 #include "limits.h"
@@ -81,7 +82,10 @@ struct sroce_dev {
 	/* IB_EVENT_DEVICE_FATAL dispatched (the netdev is going); under RTNL. */
 	bool fatal_sent;
 
-	/* Objects held against the reported limits (limits.h); atomics. */
+	/*
+	 * Objects held against the reported limits, in all and per user
+	 * (limits.h): atomics, and an xarray that locks itself.
+	 */
 	struct sroce_limits limits;
 
 	/* PD numbers; struct ida locks itself. */
@@ -115,16 +119,22 @@ struct sroce_dev {
 
 struct sroce_ucontext {
 	struct ib_ucontext ibuc;
+	/* The opener's uid's counts (limits.h): what its objects charge. */
+	struct sroce_user *user;
 };
 
 struct sroce_pd {
 	struct ib_pd ibpd;
 	u32 pdn;			/* immutable; unique per device */
+	/* What the PD and the MRs in it are charged to; NULL: the kernel. */
+	struct sroce_user *user;
 };
 
 /* An XRC domain: ib_core tracks its users and its target QPs. */
 struct sroce_xrcd {
 	struct ib_xrcd ibxrcd;
+	/* Charged to; also its target QPs, which ib_core makes without udata. */
+	struct sroce_user *user;
 };
 
 /*
@@ -150,6 +160,24 @@ static inline struct sroce_ucontext *to_suctx(struct ib_ucontext *ibuc)
 static inline struct sroce_pd *to_spd(struct ib_pd *ibpd)
 {
 	return container_of(ibpd, struct sroce_pd, ibpd);
+}
+
+static inline struct sroce_xrcd *to_sxrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct sroce_xrcd, ibxrcd);
+}
+
+/*
+ * Who an object created with @udata is charged to (limits.h): the user of
+ * the verbs context the command came through; NULL (the kernel) without
+ * udata.
+ */
+static inline struct sroce_user *sroce_udata_user(struct ib_udata *udata)
+{
+	if (!udata)
+		return NULL;
+	return rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+					 ibuc)->user;
 }
 
 static inline struct sroce_mmap_entry *

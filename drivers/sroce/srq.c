@@ -136,7 +136,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	init_completion(&srq->released);
 	spin_lock_init(&srq->lock);
 	spin_lock_init(&srq->post_lock);
-	err = sroce_obj_charge(&srq->sdev->limits, SROCE_OBJ_SRQ);
+	srq->user = sroce_udata_user(udata);
+	err = sroce_obj_charge(&srq->sdev->limits, srq->user, SROCE_OBJ_SRQ);
 	if (err)
 		return err;
 	err = ida_alloc_range(&sroce_srqn_ida, 1, SROCE_MAX_SRQ, GFP_KERNEL);
@@ -181,7 +182,7 @@ err_queue:
 err_ida:
 	ida_free(&sroce_srqn_ida, srq->srq_num);
 err_uncharge:
-	sroce_obj_uncharge(&srq->sdev->limits, SROCE_OBJ_SRQ);
+	sroce_obj_uncharge(&srq->sdev->limits, srq->user, SROCE_OBJ_SRQ);
 	return err;
 }
 
@@ -247,7 +248,7 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	sroce_queue_free(&srq->rq.queue);
 	ida_free(&sroce_srqn_ida, srq->srq_num);
-	sroce_obj_uncharge(&srq->sdev->limits, SROCE_OBJ_SRQ);
+	sroce_obj_uncharge(&srq->sdev->limits, srq->user, SROCE_OBJ_SRQ);
 	return 0;
 }
 

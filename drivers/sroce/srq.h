@@ -38,6 +38,7 @@ struct sroce_srq {
 	struct ib_srq ibsrq;
 	struct sroce_dev *sdev;
 	bool is_user;
+	struct sroce_user *user;	/* charged to (limits.h); NULL: kernel */
 	u32 srq_num;		/* immutable */
 	spinlock_t lock;	/* rq.consumer, limit */
 	struct sroce_rq rq;	/* rq.max_sge, rq.queue: immutable */

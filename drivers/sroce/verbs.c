@@ -9,6 +9,7 @@
  * needs no add_gid/del_gid hooks because it has no hardware table to
  * mirror; the transport reads GIDs through the sgid_attr of each AH/QP.
  */
+#include <linux/cred.h>
 #include <linux/ethtool.h>
 #include <linux/mm.h>
 #include <linux/rtnetlink.h>
@@ -246,12 +247,22 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 		.abi_version = SROCE_ABI_VERSION,
 		.max_inline_data = SROCE_MAX_INLINE_DATA,
 	};
+	struct sroce_ucontext *uctx = to_suctx(ibuc);
+	int err;
 
 	/* No request payload is defined yet; refuse one we cannot honour. */
 	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
 		return -EINVAL;
 
-	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	/* the real uid, as the kernel's own per-user counts (RLIMIT_NPROC) */
+	uctx->user = sroce_user_get(&to_sdev(ibuc->device)->limits,
+				    current_uid());
+	if (IS_ERR(uctx->user))
+		return PTR_ERR(uctx->user);
+	err = ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	if (err)
+		sroce_user_put(&to_sdev(ibuc->device)->limits, uctx->user);
+	return err;
 }
 
 /*
@@ -269,6 +280,7 @@ static int sroce_query_ucontext(struct ib_ucontext *ibuc,
 /* Objects mapping memory removed their entries when they were destroyed. */
 static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
+	sroce_user_put(&to_sdev(ibuc->device)->limits, to_suctx(ibuc)->user);
 }
 
 static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
@@ -278,7 +290,8 @@ static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct sroce_alloc_pd_resp resp = {};
 	int pdn, err;
 
-	err = sroce_obj_charge(&sdev->limits, SROCE_OBJ_PD);
+	pd->user = sroce_udata_user(udata);
+	err = sroce_obj_charge(&sdev->limits, pd->user, SROCE_OBJ_PD);
 	if (err)
 		return err;
 	/* pdn 0 is never handed out, so a zeroed pdn is never a valid PD. */
@@ -301,7 +314,7 @@ static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 err_free:
 	ida_free(&sdev->pdn_ida, pdn);
 err_uncharge:
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_PD);
+	sroce_obj_uncharge(&sdev->limits, pd->user, SROCE_OBJ_PD);
 	return err;
 }
 
@@ -310,7 +323,7 @@ static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibpd->device);
 
 	ida_free(&sdev->pdn_ida, to_spd(ibpd)->pdn);
-	sroce_obj_uncharge(&sdev->limits, SROCE_OBJ_PD);
+	sroce_obj_uncharge(&sdev->limits, to_spd(ibpd)->user, SROCE_OBJ_PD);
 	return 0;
 }
 
@@ -322,15 +335,19 @@ static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
  */
 static int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
+	struct sroce_xrcd *xrcd = to_sxrcd(ibxrcd);
+
 	if (udata && udata->inlen)
 		return -EINVAL;
-	return sroce_obj_charge(&to_sdev(ibxrcd->device)->limits,
+	xrcd->user = sroce_udata_user(udata);
+	return sroce_obj_charge(&to_sdev(ibxrcd->device)->limits, xrcd->user,
 				SROCE_OBJ_PD);
 }
 
 static int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	sroce_obj_uncharge(&to_sdev(ibxrcd->device)->limits, SROCE_OBJ_PD);
+	sroce_obj_uncharge(&to_sdev(ibxrcd->device)->limits,
+			   to_sxrcd(ibxrcd)->user, SROCE_OBJ_PD);
 	return 0;
 }
 

@@ -8,17 +8,22 @@
 #   its memory.max gets ENOMEM from create_cq, not the OOM killer;
 # - under a 256 KiB RLIMIT_MEMLOCK an MR of 1 MiB is refused with ENOMEM,
 #   smaller ones fit;
-# - with the module loaded with small max_pd/cq/qp/srq/mr/mw/ah, the
-#   device reports exactly those, and of each type one process creates
-#   the limit less what the kernel holds, then ENOMEM; another process is
-#   refused too; freeing one admits exactly one more;
+# - with the module loaded with small max_pd/cq/qp/srq/mr/mw/ah and a
+#   user_share and kernel_reserve: uid 65534 creates of each type its
+#   share and holds it; uid 65533 still creates its share beside it (users
+#   then hold every AH they may); root still creates objects of every type
+#   but AHs; and rping as root connects through rdma_cm, whose connection
+#   manager needs AHs of the kernel's reserve, and its pings are checked;
+# - once those processes exited, one user alone creates its share of each
+#   type, then ENOMEM, and so does another process of the same user;
+#   freeing one admits exactly one more; the device reports the limits;
 # - out-of-range parameters are refused at load; the module is reloaded
 #   with the defaults at the end.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
 
-require_cmd setpriv rdma insmod rmmod
+require_cmd setpriv rdma insmod rmmod rping python3
 [[ $SROCE_DEV == sroce* ]] || fail "needs an sroce device"
 check=$SROCE_BUILD/sroce-limits
 [[ -x $check ]] || fail "$check is missing (make verify)"
@@ -83,15 +88,21 @@ cat "$out"
 
 # --- object limits ------------------------------------------------------------
 unload
-for bad in max_qp=0 max_qp=65537 max_mr=-1 max_ah=many; do
+for bad in max_qp=0 max_qp=65537 max_mr=-1 max_ah=many user_share=0 user_share=101 \
+	kernel_reserve=91; do
 	if msg=$(insmod "$SROCE_MODULE" "$bad" 2>&1); then
 		fail "insmod with $bad succeeded"
 	fi
 	log "insmod with $bad refused: $msg"
 done
 
-declare -A max=([pd]=9 [cq]=7 [qp]=5 [srq]=4 [mr]=12 [mw]=6 [ah]=8)
-params=()
+# One uid may hold share % of each limit (rounded down, at least one); all
+# users together all but reserve % (rounded up), which only the kernel can
+# take. The limits leave root room for rping's objects (two PDs, CQs and
+# QPs, seven MRs) when the others hold what they can; two users fill AHs.
+declare -A max=([pd]=20 [cq]=24 [qp]=16 [srq]=8 [mr]=40 [mw]=10 [ah]=16)
+share=40 reserve=25
+params=("user_share=$share" "kernel_reserve=$reserve")
 for t in "${!max[@]}"; do
 	params+=("max_$t=${max[$t]}")
 done
@@ -101,17 +112,136 @@ for t in "${!max[@]}"; do
 		fail "parameter max_$t reads $(cat "/sys/module/sroce/parameters/max_$t")"
 done
 
-# What the kernel holds already (the MAD layer's QP1, its CQ and PD), plus
-# the PD and CQ sroce-limits creates its objects with. Every kernel PD of a
-# device without a local DMA lkey comes with an internal DMA MR that restrack
-# does not list.
+# What the kernel holds already (the MAD layer's QP1, its CQ and PD). Every
+# kernel PD of a device without a local DMA lkey comes with an internal DMA
+# MR that restrack does not list. Each process of sroce-limits creates a PD
+# and a CQ of its own before it counts (own).
 kpd=$(held pd) kcq=$(held cq) kqp=$(held qp) ksrq=$(held srq) kmr=$(held mr)
-declare -A expect=(
-	[pd]=$((max[pd] - kpd - 1)) [cq]=$((max[cq] - kcq - 1)) [qp]=$((max[qp] - kqp))
-	[srq]=$((max[srq] - ksrq)) [mr]=$((max[mr] - kmr - kpd)) [mw]=${max[mw]} [ah]=${max[ah]})
+declare -A kernel=([pd]=$kpd [cq]=$kcq [qp]=$kqp [srq]=$ksrq [mr]=$((kmr + kpd)) [mw]=0 [ah]=0)
+declare -A own=([pd]=1 [cq]=1 [qp]=0 [srq]=0 [mr]=0 [mw]=0 [ah]=0)
+declare -A umax pool users
+for t in "${!max[@]}"; do
+	umax[$t]=$((max[$t] * share / 100 > 0 ? max[$t] * share / 100 : 1))
+	pool[$t]=$((max[$t] - (max[$t] * reserve + 99) / 100))
+	users[$t]=0
+done
 log "the kernel holds pd $kpd, cq $kcq, qp $kqp, srq $ksrq, mr $kmr (and $kpd internal MRs)"
 
+# may T: how many of T one more sroce-limits process may create, with what
+# users[] hold now (its own PD and CQ included).
+may() {
+	local t=$1 n m
+	n=$((umax[$t] - own[$t]))
+	m=$((pool[$t] - kernel[$t] - users[$t] - own[$t]))
+	((m < n)) && n=$m
+	echo $((n < 0 ? 0 : n))
+}
+
+# expect_created FILE T...: FILE says "T: N created", N what may says.
+expect_created() {
+	local out=$1 t n
+	shift
+	for t in "$@"; do
+		n=$(may "$t")
+		grep -qx "$t: $n created" "$out" ||
+			fail "$out: expected '$t: $n created' (limit ${max[$t]}, one user's ${umax[$t]}, all users' ${pool[$t]})"
+	done
+}
+
+# count_held FILE: what a holder's FILE says it created, and its own PD and
+# CQ, are held by users from now on.
+count_held() {
+	local t n
+	for t in "${alltypes[@]}"; do
+		n=$(sed -n "s/^$t: \([0-9]*\) created$/\1/p" "$1")
+		users[$t]=$((users[$t] + ${n:-0} + own[$t]))
+	done
+}
+
 idx=$(gid_index "$SROCE_DEV" 4)
+alltypes=(pd cq qp srq mr mw ah)
+kill_holders() {
+	local pid
+	for pid in "${holders[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	holders=()
+}
+holders=()
+trap 'kill_holders; restore_defaults' EXIT
+
+# hold UID TYPES: sroce-limits of UID creates what it may of TYPES and holds
+# it; returns once it holds (its output in $SROCE_OUT/limits-hold-UID.txt).
+hold() {
+	local uid=$1 types=$2 out=$SROCE_OUT/limits-hold-$1.txt
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		"$check" hold "$SROCE_DEV" "$idx" "$types" >"$out" 2>&1 &
+	holders+=($!)
+	wait_for 60 grep -qx holding "$out" || { cat "$out"; fail "uid $uid does not hold its objects"; }
+	cat "$out"
+	! grep -q FAIL "$out" || fail "sroce-limits hold as uid $uid failed"
+}
+
+# take UID: sroce-limits of UID creates what it may of every type, then
+# frees it; its output in $SROCE_OUT/limits-take-UID.txt.
+take() {
+	local uid=$1 out=$SROCE_OUT/limits-take-$1.txt rc=0
+	with_timeout 60 setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		"$check" take "$SROCE_DEV" "$idx" all >"$out" 2>&1 || rc=$?
+	cat "$out"
+	((rc == 0)) || fail "sroce-limits take as uid $uid failed (status $rc)"
+	expect_created "$out" "${alltypes[@]}"
+}
+
+# uid 65534 takes what it may of every type and holds it; beside it, uid
+# 65533 still creates objects of every type, and then holds every AH users
+# may have; root still creates objects of every type but AHs.
+hold 65534 all
+expect_created "$SROCE_OUT/limits-hold-65534.txt" "${alltypes[@]}"
+count_held "$SROCE_OUT/limits-hold-65534.txt"
+log "uid 65534 holds one user's share of every type"
+for t in "${alltypes[@]}"; do
+	(($(may "$t") > 0)) || fail "uid 65533 may create no $t beside uid 65534"
+done
+take 65533
+log "uid 65533 creates objects of every type beside uid 65534"
+hold 65533 ah
+expect_created "$SROCE_OUT/limits-hold-65533.txt" ah
+count_held "$SROCE_OUT/limits-hold-65533.txt"
+(($(may ah) == 0)) || fail "users' AHs are not all taken: the test proves nothing"
+for t in "${alltypes[@]}"; do
+	[[ $t == ah ]] || (($(may "$t") > 0)) || fail "root may create no $t"
+done
+take 0
+log "root creates objects of every type but AHs, which users hold all of"
+
+# The kernel's reserve: rdma_cm's connection manager (a kernel consumer)
+# creates an AH for each of its MADs, and every AH users may have is taken.
+# rping as root, both ends on this device; the client checks every ping.
+port=18790
+rout=$SROCE_OUT/limits-rping
+with_timeout 60 rping -s -a "$SROCE_LOCAL_IP" -p "$port" -C 5 -S 100 -v -V \
+	>"$rout-server.txt" 2>"$rout-server.err" &
+spid=$!
+wait_for 20 listening "$port" rdma || fail "rping server does not listen"
+rc=0
+with_timeout 60 rping -c -a "$SROCE_LOCAL_IP" -p "$port" -C 5 -S 100 -v -V \
+	>"$rout-client.txt" 2>"$rout-client.err" || rc=$?
+src=0
+wait "$spid" || src=$?
+rping_status "$rc" "$rout-client.err" ||
+	{ cat "$rout-client.err"; fail "rping client failed ($rc) with users' AHs all taken"; }
+rping_status "$src" "$rout-server.err" ||
+	{ cat "$rout-server.err"; fail "rping server failed ($src)"; }
+check_pings "$rout-client.txt" "ping data: " 100 5 || fail "rping client got wrong data back"
+log "rping through rdma_cm connects and moves 5 checked pings with users' AHs all taken"
+
+kill_holders
+users=([pd]=0 [cq]=0 [qp]=0 [srq]=0 [mr]=0 [mw]=0 [ah]=0)
+
+# Alone again (every object of the others uncharged as their processes
+# exited): one user stops at its share of each type.
 out=$SROCE_OUT/limits-count.txt
 rc=0
 with_timeout 120 "${nobody[@]}" "$check" count "$SROCE_DEV" "$idx" >"$out" 2>&1 || rc=$?
@@ -119,10 +249,11 @@ cat "$out"
 ((rc == 0)) || fail "sroce-limits count failed (status $rc)"
 for t in "${!max[@]}"; do
 	grep -qx "max_$t ${max[$t]}" "$out" || fail "the device does not report max_$t ${max[$t]}"
-	grep -qx "$t: ${expect[$t]} created" "$out" ||
-		fail "$t: expected ${expect[$t]} created ($t limit ${max[$t]})"
+	n=$(may "$t")
+	grep -qx "$t: $n created" "$out" ||
+		fail "$t: expected $n created (limit ${max[$t]}, one user's ${umax[$t]})"
 done
-log "every type stops at its limit"
+log "every type stops at one user's share"
 
 unload
 load

@@ -6,11 +6,21 @@
  *   sroce-limits count DEV GID_INDEX
  *	For each object type (pd cq qp srq mr mw ah): create objects until
  *	the device refuses one, check that it refused with ENOMEM, that
- *	another process is refused too while they are held, that freeing one
- *	lets one more be created and no more, and free them all. Prints
- *	"<type>: <n> created" (the script compares n with the device's
- *	limit less what the kernel holds) and "max_<type> <m>" as
- *	ibv_query_device reports it.
+ *	another process of the same user is refused too while they are
+ *	held, that freeing one lets one more be created and no more, and
+ *	free them all. Prints
+ *	"<type>: <n> created" (the script compares n with what one user may
+ *	hold, limits.sh) and "max_<type> <m>" as ibv_query_device reports
+ *	it.
+ *
+ *   sroce-limits take DEV GID_INDEX TYPES
+ *   sroce-limits hold DEV GID_INDEX TYPES
+ *	For each type of TYPES (comma-separated, or "all"), in the order
+ *	above: create objects until the device refuses one, check that it
+ *	refused with ENOMEM and print "<type>: <n> created", keeping all of
+ *	them (the script compares n with what this user may still take).
+ *	take then frees them; hold prints "holding" and keeps them until it
+ *	is killed, so that other users can be tried meanwhile.
  *
  *   sroce-limits memlock DEV
  *	Run with RLIMIT_MEMLOCK at 256 KiB and without CAP_IPC_LOCK: an MR
@@ -179,6 +189,46 @@ static void count_type(struct world *w, const char *dev, enum obj_type t)
 		CHECK(!destroy(t, objs[--n]), "%s: destroy", type_name[t]);
 }
 
+/*
+ * Create objects of each type in @types ("all" or a list like "pd,ah") until
+ * the device refuses one; print how many. With @hold, keep them until
+ * killed.
+ */
+static int take(const char *dev, int gid_index, const char *types, bool hold)
+{
+	static void *objs[TYPES][MAX_OBJS];
+	int n[TYPES] = {}, t;
+	struct world w;
+	char list[64];
+
+	world_open(&w, dev, gid_index);
+	snprintf(list, sizeof(list), ",%s,", types);
+	for (t = 0; t < TYPES; t++) {
+		char item[8];
+
+		snprintf(item, sizeof(item), ",%s,", type_name[t]);
+		if (strcmp(types, "all") && !strstr(list, item))
+			continue;
+		while (n[t] < MAX_OBJS && (objs[t][n[t]] = create(&w, t)))
+			n[t]++;
+		CHECK(n[t] < MAX_OBJS && errno == ENOMEM,
+		      "%s: after %d, refused with %s, not ENOMEM", type_name[t],
+		      n[t], n[t] < MAX_OBJS ? strerror(errno) : "nothing");
+		printf("%s: %d created\n", type_name[t], n[t]);
+	}
+	if (hold) {
+		printf("holding\n");
+		for (;;)
+			pause();
+	}
+	for (t = TYPES - 1; t >= 0; t--)
+		while (n[t] > 0)
+			CHECK(!destroy(t, objs[t][--n[t]]), "%s: destroy",
+			      type_name[t]);
+	world_close(&w);
+	return 0;
+}
+
 static int count(const char *dev, int gid_index)
 {
 	struct ibv_device_attr da;
@@ -325,12 +375,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && !strcmp(argv[1], "count"))
 		count(argv[2], atoi(argv[3]));
+	else if (argc == 5 && !strcmp(argv[1], "take"))
+		take(argv[2], atoi(argv[3]), argv[4], false);
+	else if (argc == 5 && !strcmp(argv[1], "hold"))
+		take(argv[2], atoi(argv[3]), argv[4], true);
 	else if (argc == 4 && !strcmp(argv[1], "memcg"))
 		memcg(argv[2], argv[3]);
 	else if (argc == 3 && !strcmp(argv[1], "memlock"))
 		memlock(argv[2]);
 	else
-		fatal("usage: sroce-limits count DEV GID_INDEX | memlock DEV | memcg DEV CGROUP_DIR");
+		fatal("usage: sroce-limits count DEV GID_INDEX | take|hold DEV GID_INDEX TYPES | memlock DEV | memcg DEV CGROUP_DIR");
 	printf("%u checks, %u failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
