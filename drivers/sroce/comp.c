@@ -411,16 +411,25 @@ static void sroce_comp_fail(struct sroce_qp *qp, u32 psn,
 	sroce_comp_retire(qp, n);
 }
 
+/*
+ * An RNR NAK for @psn acknowledges every PSN before it. When that moved
+ * comp.psn it is progress as an ACK's is: the budgets reload before this
+ * NAK spends one, so rnr_retry counts the RNR NAKs of one message, not of
+ * a run of messages NAKed once each (whose ACKs were lost, or replaced in
+ * the responder's queue by the next message's RNR NAK).
+ */
 static bool sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer_code,
 			   struct sroce_comp_notify *n)
 {
 	struct sroce_comp *comp = &qp->comp;
-	u32 usec = sroce_rnr_timer_usec(timer_code);
+	u32 usec = sroce_rnr_timer_usec(timer_code), old = comp->psn;
 
 	sroce_req_count(qp, SROCE_REQ_RNR_NAKS);
 	sroce_comp_ack_through(qp, sroce_psn_add(psn, SROCE_PSN_MASK), n);
 	if (qp->state == IB_QPS_ERR)
 		return false;
+	if (comp->psn != old)
+		sroce_comp_progress(qp, old);
 	if (!comp->rnr_left) {
 		sroce_comp_fail(qp, psn, IB_WC_RNR_RETRY_EXC_ERR, n);
 		return false;

@@ -55,4 +55,24 @@ static inline bool sroce_psn_in_window(u32 psn, u32 first, u32 len)
 	return ((psn - first) & SROCE_PSN_MASK) < len;
 }
 
+/*
+ * The most PSNs a requester may have outstanding, [comp.psn, req.psn_max):
+ * less than half the PSN space, so that each of them and one past the last
+ * are after comp.psn, and a stale ACK or NAK (before comp.psn) is never
+ * among them.
+ */
+#define SROCE_PSN_OUTSTANDING_MAX	((1U << (SROCE_PSN_BITS - 1)) - 1)
+
+/*
+ * With [first, next) outstanding, may n more PSNs from next be? (next is
+ * not before first.)
+ */
+static inline bool sroce_psn_room(u32 first, u32 next, u32 n)
+{
+	u32 used = (next - first) & SROCE_PSN_MASK;
+
+	return used <= SROCE_PSN_OUTSTANDING_MAX &&
+	       n <= SROCE_PSN_OUTSTANDING_MAX - used;
+}
+
 #endif /* SROCE_PSN_H */

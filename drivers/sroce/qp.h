@@ -171,7 +171,9 @@ struct sroce_req {
 	u32 cur;		/* SQ counter of the WQE to send next */
 	u32 offset;		/* its payload bytes already sent */
 	u32 psn;		/* PSN of the next request packet */
-	u32 psn_max;		/* one past the last PSN of a started WQE */
+	u32 psn_max;		/* one past the last PSN sent, or a started
+				 * READ's or atomic's last response PSN
+				 */
 	u32 psn_sent;		/* one past the last PSN ever transmitted */
 	u32 noack;		/* packets sent since the last AckReq */
 	u32 rd_atomic;		/* READ/atomic WQEs in flight */

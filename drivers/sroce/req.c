@@ -721,19 +721,40 @@ static bool sroce_req_may_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	return true;
 }
 
+/*
+ * Is there room in the PSN window (SROCE_PSN_OUTSTANDING_MAX) for the RC
+ * WQE at req.cur to start? A READ or atomic takes all its PSNs with its
+ * request; a WRITE or SEND one per packet sent, and the congestion window
+ * (far smaller) bounds those. -EAGAIN: not yet, what is outstanding must
+ * be acknowledged first (progress runs the requester again); -EMSGSIZE:
+ * never, a READ whose responses alone overflow the window (one of more
+ * than 2^31 - 256 bytes at path MTU 256).
+ */
+static int sroce_req_psn_room(const struct sroce_qp *qp,
+			      const struct sroce_swqe *wqe, u32 mtu)
+{
+	u32 npkts = sroce_wqe_npkts(wqe, mtu);
+
+	if (!(wqe->flags & SROCE_SWQE_F_RD_ATOMIC) ||
+	    sroce_psn_room(qp->comp.psn, qp->req.psn, npkts))
+		return 0;
+	return qp->comp.psn == qp->req.psn ? -EMSGSIZE : -EAGAIN;
+}
+
 static void sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			    u32 mtu)
 {
 	struct sroce_req *req = &qp->req;
 
-	if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC)
-		req->rd_atomic++;
 	wqe->first_psn = req->psn;
 	wqe->last_psn = sroce_psn_add(req->psn, sroce_wqe_npkts(wqe, mtu) - 1);
 	wqe->state = SROCE_SWQE_STARTED;
 	req->offset = 0;
-	if (sroce_qp_is_rc(qp))
+	if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC) {
+		req->rd_atomic++;
+		/* its responses may come once the request is out */
 		req->psn_max = sroce_psn_next(wqe->last_psn);
+	}
 }
 
 /*
@@ -780,6 +801,8 @@ static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				(p->offset / mtu) : 1;
 
 	req->psn = sroce_psn_add(req->psn, npkts);
+	if (sroce_qp_is_rc(qp) && sroce_psn_after(req->psn, req->psn_max))
+		req->psn_max = req->psn;
 	if (sroce_qp_is_rc(qp) && sroce_psn_after(req->psn, req->psn_sent)) {
 		/* a first transmission: may time the round trip */
 		req->psn_sent = req->psn;
@@ -878,7 +901,11 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 			sroce_req_fail(qp, wqe, status, n);
 			return SROCE_REQ_STOP;
 		}
-		err = sroce_req_ready(qp, wqe);
+		err = sroce_qp_is_rc(qp) ? sroce_req_psn_room(qp, wqe, mtu) : 0;
+		if (err == -EAGAIN)
+			return SROCE_REQ_STOP;
+		if (!err)
+			err = sroce_req_ready(qp, wqe);
 		if (err == -EAGAIN)
 			return SROCE_REQ_FAULT;
 		if (err) {

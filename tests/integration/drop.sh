@@ -17,7 +17,14 @@
 #   last    a drops WRITE LAST of a 3-packet WRITE: b times out and resends
 #           all 3, a counts FIRST and MIDDLE as duplicates;
 #   ackreq  a drops the first of two chained WRITE ONLYs (AckReq set): a
-#           sees the second out of sequence and NAKs, b resends both.
+#           sees the second out of sequence and NAKs, b resends both;
+#   rnr     five chained SENDs with rnr_retry 1, a posting each receive
+#           only after RNR NAKing its message once; b drops the ACK of the
+#           first, so only the second's RNR NAK tells b the first arrived:
+#           that progress must renew b's RNR budget (else the second fails
+#           with RNR_RETRY_EXC_ERR). Each RNR NAK makes b resend the rest
+#           (5+4+3+2+1 packets), which a drops as out of sequence after the
+#           NAKed one (4+3+2+1).
 # Packets are dropped where they arrive, as a lossy wire would: a drop at
 # the sender's egress returns NET_XMIT_DROP to sroce, whose responder takes
 # it for a full queue and sends the reply again at once (measured: the ACK
@@ -38,7 +45,7 @@ check=$SROCE_BUILD/sroce-drop
 [[ -x $check ]] || fail "$check is missing (make verify)"
 
 counters=(req_timeouts req_retransmits req_seq_naks resp_duplicates
-	resp_seq_naks resp_out_of_seq)
+	resp_seq_naks resp_out_of_seq req_rnr_naks resp_rnr_naks)
 hw=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
 clsact=0 server=
 
@@ -154,5 +161,8 @@ phase last write3 a 2 "match u8 0x08 0xff at 28" \
 phase ackreq write2 a 2 \
 	"match u8 0x0a 0xff at 28 match u8 0x80 0x80 at 36 match u32 64 0xffffffff at 52" \
 	"req_seq_naks=1 req_retransmits=2" "resp_out_of_seq=1 resp_seq_naks=1"
+# the AETH follows the BTH (IP + 40): syndrome type ACK (top 3 bits 0), MSN 1
+phase rnr rnr5 b 1 "match u8 0x11 0xff at 28 match u32 0x00000001 0xe0ffffff at 40" \
+	"req_rnr_naks=5 req_retransmits=15" "resp_rnr_naks=5 resp_out_of_seq=10"
 barrier drop-done
 log "PASS: ${done_phases[*]}"

@@ -511,6 +511,56 @@ static void psn_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, sroce_psn_in_window(3, 3, 0));
 }
 
+/*
+ * The completer takes a response only if its PSN is in [comp.psn,
+ * req.psn_max), whose length it computes as the signed distance
+ * sroce_psn_diff(psn_max, comp.psn); the requester keeps that length at
+ * most SROCE_PSN_OUTSTANDING_MAX (sroce_psn_room()).
+ */
+static bool psn_window_takes(u32 psn, u32 comp_psn, u32 psn_max)
+{
+	return sroce_psn_in_window(psn, comp_psn,
+				   sroce_psn_diff(psn_max, comp_psn));
+}
+
+static void psn_window_edge_test(struct kunit *test)
+{
+	const u32 max = SROCE_PSN_OUTSTANDING_MAX, comp = 0xfffff0;
+	const u32 stale = sroce_psn_add(comp, SROCE_PSN_MASK);	/* comp - 1 */
+	u32 edge = sroce_psn_add(comp, max), next = sroce_psn_add(comp, 5);
+	u32 last = sroce_psn_add(edge, SROCE_PSN_MASK);
+
+	KUNIT_EXPECT_EQ(test, max, 0x7fffffU);
+	KUNIT_EXPECT_TRUE(test, sroce_psn_room(comp, comp, max));
+	KUNIT_EXPECT_FALSE(test, sroce_psn_room(comp, comp, max + 1));
+	KUNIT_EXPECT_TRUE(test, sroce_psn_room(comp, next, max - 5));
+	KUNIT_EXPECT_FALSE(test, sroce_psn_room(comp, next, max - 4));
+	KUNIT_EXPECT_TRUE(test, sroce_psn_room(comp, edge, 0));
+	KUNIT_EXPECT_FALSE(test, sroce_psn_room(comp, edge, 1));
+	/* a READ of 2 GiB at MTU 256 never fits, even alone */
+	KUNIT_EXPECT_FALSE(test, sroce_psn_room(comp, comp, 1U << 23));
+
+	/* The fullest window allowed: every outstanding PSN is taken... */
+	KUNIT_EXPECT_TRUE(test, psn_window_takes(comp, comp, edge));
+	KUNIT_EXPECT_TRUE(test, psn_window_takes(last, comp, edge));
+	KUNIT_EXPECT_FALSE(test, psn_window_takes(edge, comp, edge));
+	/* ...one past the last is after comp.psn... */
+	KUNIT_EXPECT_TRUE(test, sroce_psn_after(edge, comp));
+	/* ...and stale ACKs, the newest and the oldest, are not taken. */
+	KUNIT_EXPECT_FALSE(test, psn_window_takes(stale, comp, edge));
+	KUNIT_EXPECT_FALSE(test, psn_window_takes(sroce_psn_add(edge, 1),
+						  comp, edge));
+
+	/*
+	 * One more PSN outstanding, as a 2 GiB message at MTU 256 made it
+	 * before sroce_psn_room(): the length turns negative, every PSN is
+	 * taken, the stale ACK just before comp.psn too.
+	 */
+	edge = sroce_psn_add(edge, 1);
+	KUNIT_EXPECT_TRUE(test, psn_window_takes(stale, comp, edge));
+	KUNIT_EXPECT_FALSE(test, sroce_psn_after(edge, comp));
+}
+
 static struct kunit_case sroce_wire_cases[] = {
 	KUNIT_CASE(bth_pack_test),
 	KUNIT_CASE(bth_setters_test),
@@ -533,6 +583,7 @@ static struct kunit_suite sroce_wire_suite = {
 
 static struct kunit_case sroce_psn_cases[] = {
 	KUNIT_CASE(psn_test),
+	KUNIT_CASE(psn_window_edge_test),
 	{}
 };
 

@@ -14,9 +14,16 @@
  *   fadd    one FETCH_ADD
  *   write3  one RDMA WRITE of 2 MTUs + 100 bytes (FIRST, MIDDLE, LAST)
  *   write2  two WRITE ONLYs of 64 and 128 bytes, posted as one chain
- * The client checks READ data and the atomic's original value; after the
- * disconnect the server checks every byte of its MR against the seed with
- * OP applied exactly once. Each side prints what it checked and "PASS", or
+ *   rnr5    five signaled SEND ONLYs posted as one chain, on a QP whose
+ *           rnr_retry is 1 (the server's REP sets it); the server posts
+ *           no receive until its device counted the first RNR NAK, then
+ *           one receive (into its MR) per further RNR NAK: each message
+ *           is RNR NAKed exactly once, and the client checks that all
+ *           five succeed
+ * The client checks READ data, the atomic's original value and for rnr5
+ * that it had rnr_retry 1; the server checks rnr5's receive completions.
+ * After the disconnect the server checks every byte of its MR against the
+ * seed with OP applied exactly once. Each side prints what it checked and "PASS", or
  * the first mismatch and exits 1. No other packet than OP's own travels
  * on the QP: drop.sh counts the packets its filters see.
  */
@@ -38,6 +45,7 @@
 #include <rdma/rdma_cma.h>
 
 #define MR_LEN 65536
+#define MAX_RANGES 5
 #define OFFER_MAGIC 0xd709c0deu
 
 struct offer {
@@ -105,8 +113,21 @@ static int op_ranges(uint32_t mtu, struct op_range *r)
 		r[1] = (struct op_range){ 4200, 128 };
 		return 2;
 	}
+	if (!strcmp(op, "rnr5")) {
+		int i;
+
+		/* one packet each at any MTU; a receive WQE of 1024 bytes */
+		for (i = 0; i < 5; i++)
+			r[i] = (struct op_range){ 8192 + 1024 * i, 100 + 37 * i };
+		return 5;
+	}
 	die("unknown operation '%s'", op);
 	return 0;
+}
+
+static bool op_rnr(void)
+{
+	return !strcmp(op, "rnr5");
 }
 
 static uint64_t fadd_value(void)
@@ -114,9 +135,10 @@ static uint64_t fadd_value(void)
 	return (seed | 1) * 0x9e3779b97f4a7c15ull;
 }
 
+/* Does OP place the client's data (fill(seed ^ (0x57 + i))) in ranges? */
 static bool op_writes(void)
 {
-	return strncmp(op, "write", 5) == 0;
+	return strncmp(op, "write", 5) == 0 || op_rnr();
 }
 
 static uint32_t qp_mtu(struct ibv_qp *qp)
@@ -156,12 +178,76 @@ static struct ibv_cq *make_qp(struct rdma_cm_id *id, struct ibv_pd **pd)
 	init.recv_cq = cq;
 	init.qp_type = IBV_QPT_RC;
 	init.cap.max_send_wr = 8;
-	init.cap.max_recv_wr = 1;
+	init.cap.max_recv_wr = MAX_RANGES;
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	if (rdma_create_qp(id, *pd, &init))
 		die("rdma_create_qp: %s", strerror(errno));
 	return cq;
+}
+
+/* The device's count of RNR NAKs its responders sent. */
+static uint64_t rnr_naks_sent(struct rdma_cm_id *id)
+{
+	char path[256];
+	unsigned long long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/%u/hw_counters/resp_rnr_naks",
+		 ibv_get_device_name(id->verbs->device), id->port_num);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &v) != 1)
+		die("server: cannot read %s", path);
+	fclose(f);
+	return v;
+}
+
+/*
+ * rnr5's receiver: receive k is posted once the device sent its k-th RNR
+ * NAK since @base, i.e. once message k was refused; the requester waits
+ * its RNR timer (rdma_cm's min_rnr_timer 0: 655 ms) before it sends k
+ * again, long enough to post. Then every receive must have completed in
+ * order with its message's length.
+ */
+static void rnr_serve(struct rdma_cm_id *id, struct ibv_cq *cq,
+		      struct ibv_mr *mr, const struct op_range *r, int n,
+		      uint64_t base)
+{
+	struct timespec ts = { 0, 1000000 };
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint64_t naks;
+	int k, got;
+
+	for (k = 0; k < n; k++) {
+		while (rnr_naks_sent(id) - base < (uint64_t)k + 1)
+			nanosleep(&ts, NULL);
+		sge = (struct ibv_sge){ (uintptr_t)mr->addr + r[k].off, 1024,
+					mr->lkey };
+		wr = (struct ibv_recv_wr){ .wr_id = k, .sg_list = &sge,
+					   .num_sge = 1 };
+		if (ibv_post_recv(id->qp, &wr, &bad))
+			die("server: ibv_post_recv: %s", strerror(errno));
+	}
+	for (k = 0; k < n; k++) {
+		while (!(got = ibv_poll_cq(cq, 1, &wc)))
+			nanosleep(&ts, NULL);
+		if (got < 0)
+			die("server: ibv_poll_cq failed");
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
+		    wc.wr_id != (uint64_t)k || wc.byte_len != r[k].len)
+			die("server: rnr5: receive completion %d: %s, opcode %d, wr_id %" PRIu64 ", %u bytes; expected receive %d of %u bytes",
+			    k, ibv_wc_status_str(wc.status), wc.opcode,
+			    wc.wr_id, wc.byte_len, k, r[k].len);
+	}
+	naks = rnr_naks_sent(id) - base;
+	if (naks != (uint64_t)n)
+		die("server: rnr5: %" PRIu64 " RNR NAKs sent, expected %d",
+		    naks, n);
+	printf("server: rnr5: %d messages received, each after one RNR NAK\n",
+	       n);
 }
 
 static int run_server(const char *bind_addr, const char *port)
@@ -171,12 +257,13 @@ static int run_server(const char *bind_addr, const char *port)
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id, *id;
 	struct rdma_cm_event *ev;
-	struct op_range r[2];
+	struct op_range r[MAX_RANGES];
 	uint8_t *mem, *want;
 	struct offer offer;
+	struct ibv_cq *cq;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
-	uint64_t v;
+	uint64_t v, naks0;
 	uint32_t mtu, i;
 	int n, err;
 
@@ -195,7 +282,7 @@ static int run_server(const char *bind_addr, const char *port)
 	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	id = ev->id;
 	rdma_ack_cm_event(ev);
-	make_qp(id, &pd);
+	cq = make_qp(id, &pd);
 	mem = aligned_alloc(4096, MR_LEN);
 	want = malloc(MR_LEN);
 	if (!mem || !want)
@@ -211,15 +298,20 @@ static int run_server(const char *bind_addr, const char *port)
 	param.private_data_len = sizeof(offer);
 	param.responder_resources = 4;
 	param.initiator_depth = 4;
+	/* the REP carries the client's rnr_retry */
+	param.rnr_retry_count = op_rnr() ? 1 : 0;
+	naks0 = rnr_naks_sent(id);	/* before the client can send */
 	if (rdma_accept(id, &param))
 		die("rdma_accept: %s", strerror(errno));
 	rdma_ack_cm_event(cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED));
 	mtu = qp_mtu(id->qp);
+	n = op_ranges(mtu, r);
+	if (op_rnr())
+		rnr_serve(id, cq, mr, r, n, naks0);
 	/* the client disconnects once its operation completed */
 	rdma_ack_cm_event(cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED));
 
 	fill(seed, want, MR_LEN);
-	n = op_ranges(mtu, r);
 	if (op_writes()) {
 		for (i = 0; i < (uint32_t)n; i++)
 			fill(seed ^ (0x57ull + i), want + r[i].off, r[i].len);
@@ -236,6 +328,7 @@ static int run_server(const char *bind_addr, const char *port)
 	printf("server: %s (mtu %u): all %d bytes of the MR as expected: PASS\n",
 	       op, mtu, MR_LEN);
 	rdma_destroy_qp(id);
+	ibv_destroy_cq(cq);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	rdma_destroy_id(id);
@@ -246,10 +339,12 @@ static int run_server(const char *bind_addr, const char *port)
 	return 0;
 }
 
+/* The @n send completions, in order of wr_id 0.., all successful. */
 static void wait_wcs(struct ibv_cq *cq, int n)
 {
 	struct timespec ts = { 0, 1000000 };
 	struct ibv_wc wc;
+	uint64_t next = 0;
 	int got;
 
 	while (n > 0) {
@@ -263,6 +358,9 @@ static void wait_wcs(struct ibv_cq *cq, int n)
 		if (wc.status != IBV_WC_SUCCESS)
 			die("client: %s: work request %" PRIu64 " failed: %s",
 			    op, wc.wr_id, ibv_wc_status_str(wc.status));
+		if (wc.wr_id != next++)
+			die("client: %s: work request %" PRIu64 " completed, expected %" PRIu64,
+			    op, wc.wr_id, next - 1);
 		n--;
 	}
 }
@@ -270,15 +368,15 @@ static void wait_wcs(struct ibv_cq *cq, int n)
 static int run_client(const char *addr, const char *port, uint8_t ack_timeout)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	struct ibv_send_wr wr[2] = { 0 }, *bad;
+	struct ibv_send_wr wr[MAX_RANGES] = { 0 }, *bad;
 	struct rdma_conn_param param = { 0 };
 	struct ibv_qp_init_attr init;
 	struct rdma_event_channel *ch;
 	struct ibv_qp_attr attr;
-	struct ibv_sge sge[2];
+	struct ibv_sge sge[MAX_RANGES];
 	struct rdma_cm_event *ev;
 	uint8_t *buf, *want;
-	struct op_range r[2];
+	struct op_range r[MAX_RANGES];
 	struct rdma_cm_id *id;
 	struct offer offer;
 	struct ibv_cq *cq;
@@ -319,9 +417,13 @@ static int run_client(const char *addr, const char *port, uint8_t ack_timeout)
 	rdma_ack_cm_event(ev);
 	if (offer.magic != OFFER_MAGIC)
 		die("connect: bad offer");
-	if (ibv_query_qp(id->qp, &attr, IBV_QP_PATH_MTU | IBV_QP_TIMEOUT, &init))
+	if (ibv_query_qp(id->qp, &attr, IBV_QP_PATH_MTU | IBV_QP_TIMEOUT |
+			 IBV_QP_RNR_RETRY, &init))
 		die("ibv_query_qp: %s", strerror(errno));
 	mtu = 128u << attr.path_mtu;
+	if (op_rnr() && attr.rnr_retry != 1)
+		die("client: rnr5: the QP's rnr_retry is %u, not 1",
+		    attr.rnr_retry);
 
 	buf = calloc(1, MR_LEN);
 	want = malloc(MR_LEN);
@@ -343,7 +445,8 @@ static int run_client(const char *addr, const char *port, uint8_t ack_timeout)
 		wr[i].wr.rdma.remote_addr = offer.addr + r[i].off;
 		wr[i].wr.rdma.rkey = offer.rkey;
 		if (op_writes()) {
-			wr[i].opcode = IBV_WR_RDMA_WRITE;
+			wr[i].opcode = op_rnr() ? IBV_WR_SEND :
+						  IBV_WR_RDMA_WRITE;
 			fill(seed ^ (0x57ull + i), buf + r[i].off, r[i].len);
 		} else if (!strcmp(op, "read3")) {
 			wr[i].opcode = IBV_WR_RDMA_READ;
@@ -373,11 +476,12 @@ static int run_client(const char *addr, const char *port, uint8_t ack_timeout)
 		       orig);
 	} else {
 		for (i = 0; i < n; i++)
-			printf("client: %s: wrote %u bytes at offset %u\n", op,
-			       r[i].len, r[i].off);
+			printf("client: %s: %s %u bytes at offset %u\n", op,
+			       op_rnr() ? "sent" : "wrote", r[i].len,
+			       r[i].off);
 	}
-	printf("client: %s (mtu %u, QP timeout %u): PASS\n", op, mtu,
-	       attr.timeout);
+	printf("client: %s (mtu %u, QP timeout %u, rnr_retry %u): PASS\n",
+	       op, mtu, attr.timeout, attr.rnr_retry);
 	fflush(stdout);
 
 	rdma_disconnect(id);
@@ -398,7 +502,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sroce-drop -s -b ADDR -p PORT -o OP -S SEED [-t SECONDS]\n"
 		"       sroce-drop -c ADDR -p PORT -o OP -S SEED [-T ACK_TIMEOUT] [-t SECONDS]\n"
-		"OP: write read3 fadd write3 write2\n");
+		"OP: write read3 fadd write3 write2 rnr5\n");
 	exit(2);
 }
 

@@ -84,7 +84,7 @@ int start_poll(ibv_cq_ex* cqx, ibv_poll_cq_attr* attr) noexcept {
         return EINVAL;
     Cq& cq = cq_of(cqx);
     cq.lock.lock();
-    if (cq.ring.available() == 0) {
+    if (cq.resizing || cq.ring.available() == 0) {
         cq.lock.unlock(); // the caller does not end_poll after ENOENT
         return ENOENT;
     }
@@ -225,11 +225,51 @@ int destroy_cq(ibv_cq* ibcq) noexcept {
     return 0;
 }
 
+namespace {
+
+// Marks the CQ resizing (pollers find it empty) until the new ring, if
+// any, replaces the old one; the old mapping goes after the lock is dropped.
+class ResizeState {
+public:
+    explicit ResizeState(Cq& cq) noexcept : cq_{cq} {
+        const std::lock_guard guard{cq_.lock};
+        cq_.resizing = true;
+    }
+    ResizeState(const ResizeState&) = delete;
+    ResizeState& operator=(const ResizeState&) = delete;
+    ResizeState(ResizeState&&) = delete;
+    ResizeState& operator=(ResizeState&&) = delete;
+    ~ResizeState() {
+        Mapping old;
+        const std::lock_guard guard{cq_.lock};
+        if (new_mapping_) {
+            cq_.ring = new_ring_;
+            old = std::exchange(cq_.mapping, std::move(new_mapping_));
+        }
+        cq_.resizing = false;
+    }
+    void replace(Mapping mapping, const ConsumerRing& ring) noexcept {
+        new_mapping_ = std::move(mapping);
+        new_ring_ = ring;
+    }
+
+private:
+    Cq& cq_;
+    Mapping new_mapping_;
+    ConsumerRing new_ring_;
+};
+
+} // namespace
+
 // The kernel copies the unconsumed CQEs into a new ring and from then on
-// writes only there; the lock keeps pollers off the ring while it changes.
+// writes only there. Pollers are kept off the old ring by the resizing
+// state, not by the lock: they return at once instead of spinning through
+// the kernel's allocation and mapping (a SCHED_FIFO poller on the
+// resizer's CPU would never let it finish).
 int resize_cq(ibv_cq* ibcq, int cqe) noexcept {
     Cq* cq = to_cq(ibcq);
-    const std::lock_guard guard{cq->lock};
+    const std::lock_guard serial{cq->resize_mutex};
+    ResizeState state{*cq};
     verbs_cmd_resize_cq cmd{};
     WithDriverData<ib_uverbs_resize_cq_resp, sroce_resize_cq_resp> resp;
     const int err = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), resp.core(), resp.size());
@@ -237,7 +277,12 @@ int resize_cq(ibv_cq* ibcq, int cqe) noexcept {
         return err;
     // Should mapping fail now, the old ring stays mapped but is no longer
     // written: the CQ reports no more completions. Only ENOMEM gets here.
-    return map_cq_ring(ibcq->context->cmd_fd, resp.driver().cq, cq->mapping, cq->ring);
+    Mapping mapping;
+    ConsumerRing ring;
+    const int map_err = map_cq_ring(ibcq->context->cmd_fd, resp.driver().cq, mapping, ring);
+    if (map_err == 0)
+        state.replace(std::move(mapping), ring);
+    return map_err;
 }
 
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
@@ -245,6 +290,8 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
         return num_entries == 0 ? 0 : -EINVAL;
     Cq* cq = to_cq(ibcq);
     const std::lock_guard guard{cq->lock};
+    if (cq->resizing)
+        return 0;
     const std::uint32_t n = std::min(cq->ring.available(), static_cast<std::uint32_t>(num_entries));
     for (std::uint32_t i = 0; i < n; ++i)
         decode_cqe(cq->ring.peek(i), wc[i]);
@@ -255,6 +302,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
 
 void discard_qp_cqes(ibv_cq* ibcq, std::uint32_t qp_num) noexcept {
     Cq* cq = to_cq(ibcq);
+    const std::lock_guard serial{cq->resize_mutex};
     const std::lock_guard guard{cq->lock};
     (void)cq->ring.discard_if([qp_num](const std::byte* slot) {
         sroce_cqe cqe{};

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
 
 namespace sroce {
@@ -82,6 +83,15 @@ struct Cq {
     SpinLock lock;
     ConsumerRing ring; // guarded by lock
     Mapping mapping;   // guarded by lock (replaced by resize)
+    // While resize_cq is in the kernel, which copies the unconsumed CQEs
+    // from the consumer index it reads: nothing may consume or rewrite the
+    // ring then, so polls find it empty (guarded by lock). The lock is not
+    // held across the system call: pollers would spin behind it.
+    bool resizing = false;
+    // Held (sleeping) by resize_cq throughout and by whatever rewrites the
+    // ring other than a poll, so these wait for a resize rather than see
+    // an empty CQ; taken before lock.
+    std::mutex resize_mutex;
     // The extended poll API (start_poll ... end_poll, lock held): CQEs
     // returned so far, and the decoded current one.
     std::uint32_t polled = 0;

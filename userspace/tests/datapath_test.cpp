@@ -6,13 +6,20 @@
 // reads the doorbell writes from the pipe.
 #include "provider.h"
 
+#include <sys/syscall.h>
+
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <set>
+#include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -681,6 +688,122 @@ TEST_F(FakeCq, PollingKeepsUpWithAKernelThread) {
             std::this_thread::yield();
     }
     kernel.join();
+}
+
+// A verbs context over a pipe whose buffer is full: a command written to it
+// (resize_cq's ibv_cmd_resize_cq falls back to write() on a pipe) blocks
+// until release() drains it, as a kernel busy allocating the new ring would
+// hold the caller. No response is written: the resize then fails.
+class StalledCmdFd {
+public:
+    StalledCmdFd() {
+        std::array<int, 2> fds{-1, -1};
+        if (::pipe2(fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
+            return;
+        read_end_ = fds[0];
+        const std::array<char, 512> junk{};
+        while (::write(fds[1], junk.data(), junk.size()) > 0) {
+        }
+        (void)::fcntl(fds[1], F_SETFL, 0); // full, and now blocking
+        device_.ops = &device_ops_;
+        device_.refcount = 1;
+        std::strcpy(device_.device.name, "fake0");
+        // The API takes the member offset disguised as a pointer.
+        // NOLINTNEXTLINE(performance-no-int-to-ptr)
+        auto* const offset = reinterpret_cast<verbs_context*>(offsetof(Context, vctx));
+        ctx_ = static_cast<Context*>(
+                _verbs_init_and_alloc_context(&device_.device, fds[1], sizeof(Context), offset, 0));
+        if (ctx_ == nullptr)
+            ::close(fds[1]);
+    }
+    StalledCmdFd(const StalledCmdFd&) = delete;
+    StalledCmdFd& operator=(const StalledCmdFd&) = delete;
+    StalledCmdFd(StalledCmdFd&&) = delete;
+    StalledCmdFd& operator=(StalledCmdFd&&) = delete;
+    ~StalledCmdFd() {
+        if (ctx_ != nullptr) {
+            ctx_->vctx.context.async_fd = -1;
+            verbs_uninit_context(&ctx_->vctx); // closes the write end
+            std::free(ctx_); // NOLINT(cppcoreguidelines-no-malloc): libibverbs' calloc
+        }
+        ::close(read_end_);
+    }
+    [[nodiscard]] ibv_context* context() const {
+        return ctx_ == nullptr ? nullptr : &ctx_->vctx.context;
+    }
+    void release() const {
+        std::array<char, 4096> buf{};
+        while (::read(read_end_, buf.data(), buf.size()) > 0) {
+        }
+    }
+
+private:
+    int read_end_ = -1;
+    verbs_device_ops device_ops_{};
+    verbs_device device_{};
+    Context* ctx_ = nullptr;
+};
+
+// Whether thread tid is blocked in write(2), from /proc.
+bool in_write(pid_t tid) {
+    std::ifstream f{"/proc/self/task/" + std::to_string(tid) + "/syscall"};
+    long nr = -1;
+    return (f >> nr) && nr == SYS_write;
+}
+
+TEST_F(FakeCq, PollDoesNotWaitForAResizeInTheKernel) {
+    StalledCmdFd cmd_fd;
+    ASSERT_NE(cmd_fd.context(), nullptr);
+    cq_->vcq.cq.context = cmd_fd.context();
+    setup_cq_ex(*cq_);
+    produce(3, 700);
+
+    std::atomic<pid_t> resizer_tid{0};
+    std::atomic<int> resize_err{-1};
+    std::thread resizer{[&] {
+        resizer_tid.store(::gettid(), std::memory_order_release);
+        resize_err.store(resize_cq(ibcq(), 32), std::memory_order_release);
+    }};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    pid_t tid = 0;
+    while ((tid = resizer_tid.load(std::memory_order_acquire)) == 0 || !in_write(tid)) {
+        if (std::chrono::steady_clock::now() > deadline)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(tid != 0 && in_write(tid)) << "resize_cq never reached its write()";
+
+    // A poller while the resize is in the kernel: must answer, not spin.
+    std::atomic<int> polled{-1};
+    std::atomic<int> start{-1};
+    std::thread poller{[&] {
+        std::array<ibv_wc, 4> wc{};
+        polled.store(poll_cq(ibcq(), 4, wc.data()), std::memory_order_release);
+        ibv_poll_cq_attr attr{};
+        start.store(ibv_start_poll(&cq_->vcq.cq_ex, &attr), std::memory_order_release);
+    }};
+    const auto poll_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (start.load(std::memory_order_acquire) == -1 &&
+           std::chrono::steady_clock::now() < poll_deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const int polled_during = polled.load(std::memory_order_acquire);
+    const int start_during = start.load(std::memory_order_acquire);
+    cmd_fd.release();
+    poller.join();
+    resizer.join();
+    EXPECT_EQ(polled_during, 0) << "poll_cq blocked (-1) or consumed the ring while resize_cq "
+                                   "was in its system call";
+    EXPECT_EQ(start_during, ENOENT) << "ibv_start_poll blocked (-1) or walked the ring";
+    if (start_during == 0)
+        ibv_end_poll(&cq_->vcq.cq_ex);
+
+    // No response came: the resize failed and the CQ polls its ring again.
+    EXPECT_NE(resize_err.load(std::memory_order_acquire), 0);
+    if (polled_during == 0) {
+        std::array<ibv_wc, 4> wc{};
+        ASSERT_EQ(poll_cq(ibcq(), 4, wc.data()), 3);
+        EXPECT_EQ(wc[0].wr_id, 700U);
+    }
 }
 
 } // namespace
