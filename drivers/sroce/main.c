@@ -33,6 +33,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce.h"
+#include "odp.h"
 #include "qp.h"
 
 static LIST_HEAD(sroce_devs);
@@ -401,6 +402,7 @@ static int __init sroce_init(void)
 {
 	int err;
 
+	sroce_odp_module_init();
 	err = sroce_net_module_init();
 	if (err)
 		return err;

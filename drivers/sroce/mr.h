@@ -82,12 +82,19 @@ struct sroce_odp {
 	 * entries are added under children_mutex (faults and prefetches
 	 * map under it too) and removed only by dereg, once no copy or
 	 * fault uses the MR; copies load them under the read side of lock.
+	 * A child whose first fault fails is removed at once, under both.
 	 * The mm_struct is held (mmgrab) for ib_umem_odp_alloc_child().
 	 */
 	bool implicit;
-	u32 nchildren;		/* under children_mutex */
+	u32 nchildren;		/* under children_mutex; odp_max_children */
 	struct xarray children;
-	struct mutex children_mutex;	/* children, nchildren, making them */
+	/*
+	 * Pages of range of the MR's page lists charged to the device
+	 * (odp.c, odp_max_mb): set once for an explicit MR, under
+	 * children_mutex for an implicit one's children.
+	 */
+	u64 pages;
+	struct mutex children_mutex;	/* children, nchildren, pages */
 };
 
 struct sroce_mr {

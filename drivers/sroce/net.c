@@ -426,6 +426,8 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_STATS + SROCE_MW_BINDS] = { .name = "mw_binds" },
 	[SROCE_CNT_RX_STATS + SROCE_MW_LOCAL_INVS] = { .name = "mw_local_invs" },
 	[SROCE_CNT_RX_STATS + SROCE_MW_REMOTE_INVS] = { .name = "mw_remote_invs" },
+	[SROCE_CNT_RX_STATS + SROCE_ODP_PAGES] = { .name = "odp_pages" },
+	[SROCE_CNT_RX_STATS + SROCE_ODP_CHILDREN] = { .name = "odp_children" },
 };
 
 static struct rdma_hw_stats *

@@ -8,6 +8,7 @@
 
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_umem_odp.h>
@@ -21,6 +22,89 @@
 #define SROCE_ODP_CHUNK		BIT_ULL(SROCE_ODP_CHUNK_SHIFT)
 /* The children of one implicit MR cover at most max_mr_size. */
 #define SROCE_ODP_MAX_CHILDREN	(SROCE_MAX_MR_SIZE >> SROCE_ODP_CHUNK_SHIFT)
+
+/*
+ * What ODP MRs may cost the kernel (security.md). ib_core allocates each
+ * umem's page lists, 16 bytes per 4 KiB page of its range (8 on 7.2),
+ * mapped or not, with GFP_KERNEL: no memory cgroup is charged for them
+ * and a driver cannot make it charge one. So sroce counts them per device
+ * (rx_stats SROCE_ODP_PAGES, in pages of range) and refuses a
+ * registration or an implicit MR's new child that would take them past
+ * odp_max_mb with -ENOMEM. Both parameters are read at each charge: an
+ * administrator may change them at any time, and lowering one below what
+ * is held only refuses what comes next.
+ */
+#define SROCE_ODP_PAGE_COST_SHIFT	4	/* 16 bytes per page */
+#define SROCE_ODP_MAX_MB_UNSET		UINT_MAX
+static unsigned int sroce_odp_max_mb = SROCE_ODP_MAX_MB_UNSET;
+module_param_named(odp_max_mb, sroce_odp_max_mb, uint, 0644);
+MODULE_PARM_DESC(odp_max_mb,
+		 "MiB of ODP page lists one device may hold (default 1/32 of RAM)");
+
+/*
+ * Children one implicit MR may hold. Each costs about 8.5 KiB and lives
+ * until dereg, and a peer holding the rkey makes one per 2 MiB chunk it
+ * names where the process maps anything: past the cap, faults of new
+ * chunks fail (a remote access error for the peer). 4096 children cover
+ * 8 GiB, any message (2 GiB: 1025 chunks) several times over.
+ */
+static unsigned int sroce_odp_max_children = 4096;
+
+static int sroce_odp_max_children_set(const char *val,
+				      const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, SROCE_ODP_MAX_CHILDREN);
+}
+
+static const struct kernel_param_ops sroce_odp_max_children_ops = {
+	.set = sroce_odp_max_children_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(odp_max_children, &sroce_odp_max_children_ops,
+		&sroce_odp_max_children, 0644);
+MODULE_PARM_DESC(odp_max_children,
+		 "2 MiB chunks one implicit ODP MR may map (default 4096)");
+
+void sroce_odp_module_init(void)
+{
+	if (sroce_odp_max_mb == SROCE_ODP_MAX_MB_UNSET)
+		sroce_odp_max_mb =
+			max((totalram_pages() >> (20 - PAGE_SHIFT)) / 32, 1UL);
+}
+
+/*
+ * Pages of range of the user addresses [start, start + len), @len at most
+ * 2^40 (an overflowing range is ib_core's to refuse).
+ */
+static u64 sroce_odp_range_pages(u64 start, u64 len)
+{
+	return DIV_ROUND_UP(offset_in_page(start) + len, PAGE_SIZE);
+}
+
+/* One of the device's ODP gauges. */
+static atomic64_t *sroce_odp_stat(struct sroce_mr *mr, enum sroce_rx_stat stat)
+{
+	return &to_sdev(mr->ibmr.pd->device)->rx_stats.c[stat];
+}
+
+/* Charge @pages of page lists to @mr's device: 0 or -ENOMEM. */
+static int sroce_odp_charge(struct sroce_mr *mr, u64 pages)
+{
+	u64 max = (u64)READ_ONCE(sroce_odp_max_mb)
+		  << (20 - SROCE_ODP_PAGE_COST_SHIFT);
+	atomic64_t *held = sroce_odp_stat(mr, SROCE_ODP_PAGES);
+
+	if (atomic64_add_return(pages, held) <= max)
+		return 0;
+	atomic64_sub(pages, held);
+	return -ENOMEM;
+}
+
+static void sroce_odp_uncharge(struct sroce_mr *mr, u64 pages)
+{
+	atomic64_sub(pages, sroce_odp_stat(mr, SROCE_ODP_PAGES));
+}
 
 /*
  * The umem holding user address @va: an explicit MR's own, an implicit
@@ -105,12 +189,59 @@ static bool sroce_odp_mapping_at(struct mm_struct *mm, u64 va, u64 len)
 }
 
 /*
+ * Release a child that no copy can find any more: under children_mutex,
+ * or at dereg.
+ */
+static void sroce_odp_release_child(struct sroce_mr *mr,
+				    struct ib_umem_odp *child)
+{
+	u64 pages = sroce_odp_range_pages(child->umem.address,
+					  child->umem.length);
+
+	mr->odp.nchildren--;
+	mr->odp.pages -= pages;
+	sroce_odp_uncharge(mr, pages);
+	atomic64_dec(sroce_odp_stat(mr, SROCE_ODP_CHILDREN));
+	ib_umem_odp_release(child);
+}
+
+/*
+ * A new child of @mr for [start, start + len), charged to the device;
+ * not yet in the children xarray. Under children_mutex.
+ */
+static struct ib_umem_odp *sroce_odp_new_child(struct sroce_mr *mr, u64 start,
+					       u64 len)
+{
+	u64 pages = sroce_odp_range_pages(start, len);
+	struct sroce_odp *o = &mr->odp;
+	struct ib_umem_odp *child;
+
+	if (o->nchildren >= READ_ONCE(sroce_odp_max_children) ||
+	    sroce_odp_charge(mr, pages))
+		return ERR_PTR(-ENOMEM);
+	child = ib_umem_odp_alloc_child(to_ib_umem_odp(mr->umem), start, len,
+					&sroce_odp_ops);
+	if (IS_ERR(child)) {
+		sroce_odp_uncharge(mr, pages);
+		return child;
+	}
+	o->nchildren++;
+	o->pages += pages;
+	atomic64_inc(sroce_odp_stat(mr, SROCE_ODP_CHILDREN));
+	mutex_lock(&child->umem_mutex);
+	child->private = mr;
+	mutex_unlock(&child->umem_mutex);
+	return child;
+}
+
+/*
  * The child of implicit MR @mr covering @va, made if the process maps
  * something in its chunk (so the children, and their page lists, are
- * bounded by what it maps, and by SROCE_ODP_MAX_CHILDREN). Under
- * children_mutex.
+ * bounded by what it maps, by odp_max_children and by odp_max_mb); *@made
+ * says whether it is new. Under children_mutex.
  */
-static struct ib_umem_odp *sroce_odp_child(struct sroce_mr *mr, u64 va)
+static struct ib_umem_odp *sroce_odp_child(struct sroce_mr *mr, u64 va,
+					   bool *made)
 {
 	struct sroce_odp *o = &mr->odp;
 	unsigned long idx = va >> SROCE_ODP_CHUNK_SHIFT;
@@ -120,27 +251,42 @@ static struct ib_umem_odp *sroce_odp_child(struct sroce_mr *mr, u64 va)
 	int err;
 
 	lockdep_assert_held(&o->children_mutex);
+	*made = false;
 	child = xa_load(&o->children, idx);
 	if (child)
 		return child;
-	if (o->nchildren >= SROCE_ODP_MAX_CHILDREN)
-		return ERR_PTR(-ENOMEM);
 	if (!sroce_odp_mapping_at(mr->umem->owning_mm, start, len))
 		return ERR_PTR(-EFAULT);
-	child = ib_umem_odp_alloc_child(to_ib_umem_odp(mr->umem), start, len,
-					&sroce_odp_ops);
+	child = sroce_odp_new_child(mr, start, len);
 	if (IS_ERR(child))
 		return child;
-	mutex_lock(&child->umem_mutex);
-	child->private = mr;
-	mutex_unlock(&child->umem_mutex);
-	err = xa_err(xa_store(&o->children, idx, child, GFP_KERNEL));
+	err = xa_err(xa_store(&o->children, idx, child, GFP_KERNEL_ACCOUNT));
 	if (err) {
-		ib_umem_odp_release(child);
+		sroce_odp_release_child(mr, child);
 		return ERR_PTR(err);
 	}
-	o->nchildren++;
+	*made = true;
 	return child;
+}
+
+/*
+ * The first fault of a new child failed (PROT_NONE, MAP_NORESERVE
+ * reservations, memory going away): remove it, so that faults naming
+ * ever new addresses there leave nothing behind. Copies find children
+ * under the read side of the ODP lock: once the write side was taken
+ * after the erase, none holds this one. (Not erased under it: the
+ * xarray's lock is taken with softirqs on, the ODP lock in softirqs.)
+ * Under children_mutex.
+ */
+static void sroce_odp_drop_child(struct sroce_mr *mr, u64 va)
+{
+	struct ib_umem_odp *child;
+	unsigned long flags;
+
+	child = xa_erase(&mr->odp.children, va >> SROCE_ODP_CHUNK_SHIFT);
+	write_lock_irqsave(&mr->odp.lock, flags);
+	write_unlock_irqrestore(&mr->odp.lock, flags);
+	sroce_odp_release_child(mr, child);
 }
 
 /* Map [va, va + len) of an implicit MR chunk by chunk; sleeps. */
@@ -149,17 +295,20 @@ static int sroce_odp_map_implicit(struct sroce_mr *mr, u64 va, u64 len,
 {
 	struct ib_umem_odp *child;
 	u64 end = va + len, n;
+	bool made;
 	int err = 0;
 
 	mutex_lock(&mr->odp.children_mutex);
 	for (; va < end && !err; va += n) {
 		n = min(end, round_down(va, SROCE_ODP_CHUNK) + SROCE_ODP_CHUNK) -
 		    va;
-		child = sroce_odp_child(mr, va);
+		child = sroce_odp_child(mr, va, &made);
 		if (IS_ERR(child))
 			err = PTR_ERR(child);
 		else
 			err = sroce_odp_map_umem(child, va, n, write, fault);
+		if (err && made)
+			sroce_odp_drop_child(mr, va);
 	}
 	mutex_unlock(&mr->odp.children_mutex);
 	return err;
@@ -299,13 +448,19 @@ static void sroce_odp_init_state(struct sroce_odp *o)
 
 int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access)
 {
+	u64 pages = sroce_odp_range_pages(start, length);
 	struct ib_umem_odp *odp;
 
 	sroce_odp_init_state(&mr->odp);
+	if (sroce_odp_charge(mr, pages))
+		return -ENOMEM;
 	odp = ib_umem_odp_get(mr->ibmr.pd->device, start, length,
 			      sroce_odp_umem_access(access), &sroce_odp_ops);
-	if (IS_ERR(odp))
+	if (IS_ERR(odp)) {
+		sroce_odp_uncharge(mr, pages);
 		return PTR_ERR(odp);
+	}
+	mr->odp.pages = pages;
 	mr->umem = &odp->umem;
 	mutex_lock(&odp->umem_mutex);
 	odp->private = mr;
@@ -339,10 +494,13 @@ void sroce_odp_fini(struct sroce_mr *mr)
 	struct ib_umem_odp *child;
 	unsigned long idx;
 
-	if (!mr->odp.implicit)
+	if (!mr->odp.implicit) {
+		sroce_odp_uncharge(mr, mr->odp.pages);
 		return;
+	}
+	/* no copy nor fault uses the MR any more: no lock needed */
 	xa_for_each(&mr->odp.children, idx, child)
-		ib_umem_odp_release(child);
+		sroce_odp_release_child(mr, child);
 	xa_destroy(&mr->odp.children);
 	mmdrop(mr->umem->owning_mm);
 }

@@ -32,7 +32,13 @@
 
 struct sroce_mr;
 
-/* Pin nothing: attach an ODP umem of [start, start + length) to @mr. */
+/* At module load: the default of the odp_max_mb parameter. */
+void sroce_odp_module_init(void);
+
+/*
+ * Pin nothing: attach an ODP umem of [start, start + length) to @mr.
+ * -ENOMEM when its page lists would take the device past odp_max_mb.
+ */
 int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access);
 /*
  * Implicit ODP (ibv_reg_mr(pd, NULL, SIZE_MAX, ...)): @mr covers the

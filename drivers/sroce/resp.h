@@ -156,7 +156,8 @@ struct sroce_resp_state {
  * requesters recovered from (comp.c, req.c), and fast registrations and
  * invalidations (mr.c). Atomic; touched only off the fast path (drops,
  * duplicates, NAKs, retries, registrations). The port's hw_counters
- * (net.c) show them after its own.
+ * (net.c) show them after its own. The last two are gauges, not counts
+ * of events: what ODP MRs hold now (odp.c).
  */
 enum sroce_rx_stat {
 	SROCE_RX_NO_QP,		/* unknown QP, or a group not attached here */
@@ -190,6 +191,8 @@ enum sroce_rx_stat {
 	SROCE_NP_CNP_SENT,	/* CNPs sent for them */
 	SROCE_RP_CNP_HANDLED,	/* CNPs accepted by a sending QP */
 	SROCE_RP_WINDOW_CUTS,	/* windows cut for them */
+	SROCE_ODP_PAGES,	/* pages ODP page lists cover (odp_max_mb) */
+	SROCE_ODP_CHILDREN,	/* implicit ODP MRs' child umems */
 	SROCE_RX_STATS_NUM
 };
 

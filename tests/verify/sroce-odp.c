@@ -23,10 +23,25 @@
  *    source: local protection error; addresses beyond the user address
  *    space: remote access and local protection errors; ibv_advise_mr
  *    prefetch of mapped memory succeeds, of unmapped memory fails
+ *  - with -C CAP (the module's odp_max_children set to CAP): an implicit
+ *    MR maps CAP of its 2 MiB chunks (WRITEs to CAP chunks of a
+ *    MAP_NORESERVE reservation succeed), a WRITE to one more completes
+ *    with a remote access error and a prefetch of one more fails with
+ *    ENOMEM; WRITEs to chunks of a PROT_NONE reservation fail and leave
+ *    no child behind (the port's odp_children gauge)
  *
  * Prints "odp: N checks, F failures: PASS|FAIL"; exit 0 only on PASS.
+ *
+ * With -M GIB [-c CGROUP] it checks the cost of registering instead (run
+ * unprivileged, in a memory cgroup): it registers 1 GiB ODP MRs over one
+ * PROT_NONE reservation until one is refused or GIB are held. Their page
+ * lists (16 bytes per 4 KiB page, mapped or not) must be refused past the
+ * device's odp_max_mb or charged to the cgroup (memory.current). Prints
+ * "odp-mem: N GiB registered, then ERROR|nothing refused", the charge,
+ * and "odp-mem: refused|charged|neither refused nor charged: PASS|FAIL".
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +60,7 @@
 		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 		    IBV_ACCESS_ON_DEMAND)
 
+static const char *devname;
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
@@ -322,31 +338,212 @@ static void check_implicit(void)
 	munmap(dst, ILEN);
 }
 
+/* A number in a sysfs file, or -1 where there is no such file. */
+static long long sysfs_number(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* A hw counter of the device's port, or -1 where the module has none. */
+static long long port_counter(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", devname,
+		 name);
+	return sysfs_number(path);
+}
+
+/* Children of the device's implicit MRs; a CHECK fails where none shows. */
+static long long odp_children(void)
+{
+	long long n = port_counter("odp_children");
+
+	CHECK(n >= 0, "the port has no odp_children counter");
+	return n;
+}
+
+/* A reservation of @chunks 2 MiB chunks, aligned to one, with @prot. */
+static unsigned char *reserve_chunks(size_t chunks, int prot)
+{
+	unsigned char *p = mmap(NULL, (chunks + 1) * CHUNK, prot,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				-1, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap MAP_NORESERVE");
+	return (unsigned char *)(((uintptr_t)p + CHUNK - 1) &
+				 ~(uintptr_t)(CHUNK - 1));
+}
+
+/*
+ * odp_max_children, set to @cap: an implicit MR maps @cap chunks and no
+ * more, a peer's WRITE beyond them is a remote access error, a prefetch
+ * ENOMEM; chunks whose faults fail keep no child.
+ */
+static void check_children(unsigned int cap)
+{
+	unsigned char *rw = reserve_chunks(cap + 2, PROT_READ | PROT_WRITE);
+	unsigned char *none = reserve_chunks(4, PROT_NONE);
+	unsigned char *buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long long before = odp_children(), held;
+	struct ibv_mr *imr, *buf_mr;
+	enum ibv_wc_status st;
+	struct ibv_sge sge;
+	struct pair p;
+	unsigned int i;
+	int err;
+
+	/* a pinned source, so that only the target's chunks are counted */
+	buf_mr = buf == MAP_FAILED ? NULL :
+		 ibv_reg_mr(pd, buf, PAGE, IBV_ACCESS_LOCAL_WRITE);
+	imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACCESS);
+	if (!buf_mr || !imr)
+		die("ibv_reg_mr");
+	p = pair_new();
+	for (i = 0, st = IBV_WC_SUCCESS; i < cap && st == IBV_WC_SUCCESS; i++)
+		st = rdma_op(p.req, IBV_WR_RDMA_WRITE, buf, PAGE, buf_mr->lkey,
+			     (uintptr_t)rw + (size_t)i * CHUNK, imr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "implicit WRITE to chunk %u of %u: %s",
+	      i, cap, ibv_wc_status_str(st));
+	pair_free(&p);
+	held = odp_children();
+	CHECK(held - before == cap, "%lld children for %u chunks written",
+	      held - before, cap);
+
+	p = pair_new();
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, buf, PAGE, buf_mr->lkey,
+		     (uintptr_t)rw + (size_t)cap * CHUNK, imr->rkey, 0);
+	CHECK(st == IBV_WC_REM_ACCESS_ERR,
+	      "implicit WRITE to chunk %u past odp_max_children %u: %s, want remote access error",
+	      cap + 1, cap, ibv_wc_status_str(st));
+	pair_free(&p);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)rw + (cap + 1ul) * CHUNK,
+				.length = PAGE, .lkey = imr->lkey };
+	err = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	CHECK(err == ENOMEM, "prefetch past odp_max_children: %s, want %s",
+	      strerror(err), strerror(ENOMEM));
+	CHECK(odp_children() == held, "%lld children past the cap, want %lld",
+	      odp_children(), held);
+	CHECK(!ibv_dereg_mr(imr), "dereg of the implicit MR at its cap");
+	CHECK(odp_children() == before, "%lld children left after dereg",
+	      odp_children() - before);
+
+	/* a peer naming ever new PROT_NONE chunks grows nothing */
+	imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACCESS);
+	if (!imr)
+		die("ibv_reg_mr");
+	for (i = 0; i < 4; i++) {
+		p = pair_new();
+		st = rdma_op(p.req, IBV_WR_RDMA_WRITE, buf, PAGE, buf_mr->lkey,
+			     (uintptr_t)none + (size_t)i * CHUNK, imr->rkey, 0);
+		CHECK(st == IBV_WC_REM_ACCESS_ERR,
+		      "implicit WRITE to PROT_NONE chunk %u: %s", i,
+		      ibv_wc_status_str(st));
+		pair_free(&p);
+	}
+	CHECK(odp_children() == before,
+	      "%lld children left by WRITEs to PROT_NONE chunks",
+	      odp_children() - before);
+	CHECK(!ibv_dereg_mr(imr), "dereg of the implicit MR");
+	CHECK(!ibv_dereg_mr(buf_mr), "dereg");
+}
+
+/* memory.current of cgroup directory @cg, 0 without one */
+static long long memory_current(const char *cg)
+{
+	char path[512];
+
+	if (!cg)
+		return 0;
+	snprintf(path, sizeof(path), "%s/memory.current", cg);
+	return sysfs_number(path);
+}
+
+/* -M: 1 GiB ODP MRs over PROT_NONE until refused or @gib of them. */
+static int odp_memory(unsigned int gib, const char *cg)
+{
+	const size_t len = 1ul << 30;
+	/* 16 bytes per page (8 on 7.2): half of it must be charged */
+	const long long lists_kib = (long long)(len / PAGE) * 16 / 1024;
+	struct ibv_mr **mrs = calloc(gib, sizeof(*mrs));
+	long long before = memory_current(cg), charged;
+	void *res = mmap(NULL, len, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	bool refused, charge_ok;
+	unsigned int n;
+	int err = 0;
+
+	if (!mrs || res == MAP_FAILED)
+		die("setup");
+	for (n = 0; n < gib; n++) {
+		mrs[n] = ibv_reg_mr(pd, res, len, ODP_ACCESS);
+		if (!mrs[n]) {
+			err = errno;
+			break;
+		}
+	}
+	charged = (memory_current(cg) - before) / 1024;
+	printf("odp-mem: %u GiB registered, then %s\n", n,
+	       n < gib ? strerror(err) : "nothing refused");
+	printf("odp-mem: odp_pages %lld, memory.current %+lld KiB, page lists %lld KiB\n",
+	       port_counter("odp_pages"), charged, n * lists_kib);
+	refused = n < gib && err == ENOMEM;
+	charge_ok = cg && n && charged >= n * lists_kib / 2;
+	while (n)
+		CHECK(!ibv_dereg_mr(mrs[--n]), "dereg");
+	printf("odp-mem: %s: %s\n",
+	       refused ? "refused" :
+	       charge_ok ? "charged" : "neither refused nor charged",
+	       refused || charge_ok ? "PASS" : "FAIL");
+	return refused || charge_ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-	const char *devname = NULL;
 	unsigned char *tgt, *alias, *src, *dst;
 	struct ibv_mr *tgt_mr, *src_mr, *dst_mr, *late_mr;
+	unsigned int cap = 0, gib = 0;
+	const char *cg = NULL;
 	enum ibv_wc_status st;
 	uint64_t *word;
 	struct pair p;
 	int opt, fd, bad;
 
-	while ((opt = getopt(argc, argv, "d:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:C:M:c:")) != -1) {
 		if (opt == 'd')
 			devname = optarg;
 		else if (opt == 'g')
 			gidx = atoi(optarg);
+		else if (opt == 'C')
+			cap = atoi(optarg);
+		else if (opt == 'M')
+			gib = atoi(optarg);
+		else if (opt == 'c')
+			cg = optarg;
 		else
-			fatal("usage: sroce-odp -d DEV -g GID_INDEX");
+			fatal("usage: sroce-odp -d DEV {-g GID_INDEX [-C CAP] | -M GIB [-c CGROUP]}");
 	}
 	if (!devname)
-		fatal("usage: sroce-odp -d DEV -g GID_INDEX");
+		fatal("usage: sroce-odp -d DEV {-g GID_INDEX [-C CAP] | -M GIB [-c CGROUP]}");
 	ctx = open_device(devname);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	if (!pd || !cq)
 		die("setup");
+	if (gib)
+		return odp_memory(gib, cg);
 	check_caps();
 
 	/* the target: a memfd mapped twice, neither mapping touched yet */
@@ -448,6 +645,8 @@ int main(int argc, char **argv)
 	pair_free(&p);
 
 	check_implicit();
+	if (cap)
+		check_children(cap);
 
 	CHECK(!ibv_dereg_mr(tgt_mr), "dereg of the half-unmapped MR");
 	CHECK(!ibv_dereg_mr(src_mr), "dereg of the unmapped MR");
