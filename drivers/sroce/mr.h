@@ -71,7 +71,10 @@ struct sroce_odp {
 	bool fault_queued;
 	u64 bad_start, bad_end;
 	spinlock_t fault_lock;	/* the five fields above */
-	/* holds an MR reference while queued or running */
+	/*
+	 * holds an MR reference while queued or running; flushed before
+	 * the MR is freed (sroce_odp_fini()), as it runs on after its put
+	 */
 	struct work_struct fault_work;
 
 	/*

@@ -339,6 +339,13 @@ void sroce_odp_fini(struct sroce_mr *mr)
 	struct ib_umem_odp *child;
 	unsigned long idx;
 
+	/*
+	 * No fault can be queued any more (queuing takes a reference, and
+	 * the last is gone), but the last one may still be returning from
+	 * sroce_odp_fault_work() after its sroce_mr_put(): wait for it, so
+	 * that neither the MR nor the module's code goes away under it.
+	 */
+	flush_work(&mr->odp.fault_work);
 	if (!mr->odp.implicit)
 		return;
 	xa_for_each(&mr->odp.children, idx, child)

@@ -40,7 +40,10 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access);
  * in per-chunk child umems made by faults (struct sroce_odp).
  */
 int sroce_odp_init_implicit(struct sroce_mr *mr, int access);
-/* Before the umem is released: an implicit MR's children. */
+/*
+ * Before the umem is released, once nothing can queue a fault: waits for
+ * the fault work to return, releases an implicit MR's children.
+ */
 void sroce_odp_fini(struct sroce_mr *mr);
 
 /*
