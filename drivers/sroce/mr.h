@@ -319,10 +319,11 @@ int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
 		    u32 len);
 
 /*
- * Are the ODP pages of [iova, iova + len) (a whole SGE list) mapped for
- * @write? 0, -EAGAIN (a fault is queued) or -EFAULT (-EACCES for a list);
- * always 0 for other MRs. A check ahead of an access that should not find
- * them missing later (a READ, an atomic's result).
+ * Are the ODP pages at the start of [iova, iova + len) (a whole SGE list)
+ * mapped for @write? 0, -EAGAIN (a fault of the whole range is queued) or
+ * -EFAULT (-EACCES for a list); always 0 for other MRs. A check ahead of
+ * an access that should rarely find them missing later (a READ, an
+ * atomic's result); the copies still check each page (odp.h).
  */
 int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
 int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,

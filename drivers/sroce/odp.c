@@ -8,6 +8,7 @@
 
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/sizes.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_umem_odp.h>
@@ -275,6 +276,38 @@ int sroce_odp_lock(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags)
 {
 	read_unlock_irqrestore(&mr->odp.lock, flags);
+}
+
+struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,
+			    unsigned int *off)
+{
+	u64 va = sroce_odp_va(mr, iova);
+	struct ib_umem_odp *odp = sroce_odp_umem(mr, va);
+	void *kva = sroce_odp_byte_kva(odp, va - ib_umem_start(odp));
+
+	*off = offset_in_page(kva);
+	return virt_to_page(kva);
+}
+
+/*
+ * How much of a range sroce_odp_ready() checks. Its callers hold a
+ * spinlock with interrupts off or run in softirq, and a READ may be 2 GiB
+ * (512K pages, an xa_load() each for an implicit MR): the whole range
+ * would keep interrupts off for milliseconds.
+ */
+#define SROCE_ODP_READY_MAX	SZ_64K
+
+int sroce_odp_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write)
+{
+	u64 va = sroce_odp_va(mr, iova);
+	unsigned long flags;
+	bool mapped;
+
+	read_lock_irqsave(&mr->odp.lock, flags);
+	mapped = sroce_odp_mapped(mr, va, min_t(u64, len, SROCE_ODP_READY_MAX),
+				  write);
+	read_unlock_irqrestore(&mr->odp.lock, flags);
+	return mapped ? 0 : sroce_odp_want(mr, va, len, write);
 }
 
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,

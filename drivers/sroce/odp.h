@@ -7,10 +7,10 @@
  * MMU interval notifier when the application unmaps or changes them.
  *
  * Copies run in softirq context or under spinlocks and cannot fault, so a
- * copy takes the MR's ODP lock for reading, checks that every page it
- * touches is mapped with the permission it needs, and copies; the notifier
- * unmaps under the same lock taken for writing, so a page stays where it
- * is until the copies using it are done. A copy finding a page missing
+ * copy (one packet's worth) takes the MR's ODP lock for reading, checks
+ * that every page it touches is mapped with the permission it needs, and
+ * copies; the notifier unmaps under the same lock taken for writing, so a
+ * page stays where it is until the copies using it are done. A copy finding a page missing
  * copies nothing: it queues a fault of its range on a work item, which
  * may sleep, and its caller retries later (the requester after a short
  * timer, the responder by an RNR NAK that makes the peer retry, the
@@ -55,6 +55,14 @@ void sroce_odp_fini(struct sroce_mr *mr);
 int sroce_odp_lock(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		   unsigned long *flags);
 void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags);
+
+/*
+ * Ahead of a long access of [iova, iova + len): 0 when its first pages
+ * are mapped (a bounded check: the copies check the rest, page by page),
+ * else sroce_odp_lock()'s -EAGAIN, with a fault of the whole range
+ * queued, or -EFAULT. Any context.
+ */
+int sroce_odp_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
 
 /* The page holding @iova and the offset in it; ODP lock held. */
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,

@@ -12,7 +12,9 @@
 # from an unmapped source with a local protection error, and dereg must
 # return. Then the same through an implicit MR (the whole address space)
 # on memory mapped after it, across one of its 2 MiB chunk boundaries,
-# with addresses beyond the address space refused. Then churn (sroce-odp -c): WRITE and READ back an ODP MR that
+# with addresses beyond the address space refused; a READ into a sink
+# another thread keeps unmapping must complete rather than be retried
+# forever. Then churn (sroce-odp -c): WRITE and READ back an ODP MR that
 # another thread keeps unmapping and prefetching, every byte READ from a
 # page the process owns; and once more while the device is deleted and
 # the module unloaded under it, faults being served: rmmod must not

@@ -23,6 +23,9 @@
  *    source: local protection error; addresses beyond the user address
  *    space: remote access and local protection errors; ibv_advise_mr
  *    prefetch of mapped memory succeeds, of unmapped memory fails
+ *  - a READ into an ODP sink that another thread keeps unmapping
+ *    (MADV_DONTNEED) completes, with an error or not, instead of being
+ *    retried forever
  *
  * Prints "odp: N checks, F failures: PASS|FAIL"; exit 0 only on PASS.
  *
@@ -386,6 +389,48 @@ static void zap_end(pthread_t t)
 	pthread_join(t, NULL);
 }
 
+/*
+ * A READ into an ODP sink that another thread unmaps over and over: the
+ * driver must give up at some point (a completion with an error; or the
+ * READ slipped through) rather than retry it forever.
+ */
+static void check_read_sink_unmapped(unsigned char *from,
+				     struct ibv_mr *from_mr)
+{
+	size_t len = LEN;
+	unsigned char *sink;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct pair p;
+	pthread_t t;
+	bool done;
+	long t0;
+
+	sink = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sink == MAP_FAILED)
+		die("mmap");
+	mr = ibv_reg_mr(pd, sink, len, ODP_ACCESS);
+	if (!mr)
+		die("ibv_reg_mr ON_DEMAND");
+	p = pair_new();
+	t = zap_start(sink, len, NULL, 0);
+	t0 = now_ms();
+	post_op(p.req, IBV_WR_RDMA_READ, sink, len, mr->lkey,
+		(uintptr_t)from, from_mr->rkey, 0);
+	done = poll_cq(cq, &wc, 60000);
+	zap_end(t);
+	CHECK(done, "READ into a sink unmapped %lu times: no completion in 60 s",
+	      atomic_load(&zaps));
+	if (done)
+		printf("odp: READ into a sink unmapped %lu times: %s after %ld ms\n",
+		       atomic_load(&zaps), ibv_wc_status_str(wc.status),
+		       now_ms() - t0);
+	pair_free(&p);
+	CHECK(!ibv_dereg_mr(mr), "dereg of the unmapped sink");
+	munmap(sink, len);
+}
+
 #define CHURN_PAGES	32
 
 static unsigned char churn_byte(unsigned int round, unsigned int page)
@@ -611,6 +656,7 @@ int main(int argc, char **argv)
 	pair_free(&p);
 
 	check_implicit();
+	check_read_sink_unmapped(dst, dst_mr);
 
 	CHECK(!ibv_dereg_mr(tgt_mr), "dereg of the half-unmapped MR");
 	CHECK(!ibv_dereg_mr(src_mr), "dereg of the unmapped MR");
