@@ -57,7 +57,8 @@ struct sroce_odp {
 	 * Read side: copies, across the check that their pages are mapped
 	 * and the copy. Write side: the MMU notifier, under umem_mutex too,
 	 * while it unmaps pages. Faults map pages under umem_mutex alone:
-	 * an entry of dma_list changes from unmapped to mapped in one store.
+	 * a page's bit in sroce's record (struct sroce_odp_pages, odp.c)
+	 * changes from unmapped to mapped in one store, after its entry.
 	 */
 	rwlock_t lock;
 	/*
@@ -83,7 +84,8 @@ struct sroce_odp {
 	 * own MMU notifier, are made by faults where the process has
 	 * mappings. children is indexed by user address >> chunk shift:
 	 * entries are added under children_mutex (faults and prefetches
-	 * map under it too) and removed only by dereg, once no copy or
+	 * map under it too, of an explicit MR as well: one page walk at a
+	 * time, odp.c) and removed only by dereg, once no copy or
 	 * fault uses the MR; copies load them under the read side of lock.
 	 * The mm_struct is held (mmgrab) for ib_umem_odp_alloc_child().
 	 */

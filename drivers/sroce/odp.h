@@ -5,6 +5,8 @@
  * device has no DMA device, so an entry is the page's kernel address with
  * the ODP_*_ALLOWED_BIT permission bits) and calls sroce back through an
  * MMU interval notifier when the application unmaps or changes them.
+ * Copies trust only sroce's own record of the pages mapped (odp.c),
+ * published once a fault's notifier sequence check passed.
  *
  * Copies run in softirq context or under spinlocks and cannot fault, so a
  * copy (one packet's worth) takes the MR's ODP lock for reading, checks
@@ -41,8 +43,8 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access);
  */
 int sroce_odp_init_implicit(struct sroce_mr *mr, int access);
 /*
- * Before the umem is released, once nothing can queue a fault: waits for
- * the fault work to return, releases an implicit MR's children.
+ * Once nothing can queue a fault: waits for the fault work to return,
+ * releases an implicit MR's children and the MR's umem.
  */
 void sroce_odp_fini(struct sroce_mr *mr);
 
