@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug full-kernels=debug,7.2 pairs=none timeout=300
+# sroce-test: kernels=debug full-kernels=debug,7.2 pairs=none timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # On-demand paging MRs beyond rdma-core's suite (pyverbs.sh runs its ODP
@@ -43,13 +43,16 @@ grep -q "^churn: .*, 0 failures: PASS$" "$out" || fail "sroce-odp -c: no PASS li
 log "PASS: ODP data under unmapping and prefetching races"
 
 # rmmod while faults are being served: the device goes first (that
-# deregisters the MRs), then the module, within 10 s.
+# deregisters the MRs), then the module. Generous limits: on the debug
+# kernel under TCG one churn round (a WRITE and a READ racing unmaps)
+# takes seconds, and dereg waits for the faults in flight; a hang is
+# still caught.
 "$odpcheck" -d "$SROCE_DEV" -g "$idx" -c 60 >"$SROCE_OUT/odp-rmmod.txt" 2>&1 &
 churner=$!
 sleep 5
 kill -0 "$churner" 2>/dev/null || fail "sroce-odp -c ended early: $(cat "$SROCE_OUT/odp-rmmod.txt")"
-with_timeout 10 rdma link delete "$SROCE_DEV" || fail "rdma link delete during ODP faults"
-wait_for 10 rmmod sroce 2>/dev/null || fail "rmmod sroce during ODP faults"
+with_timeout 120 rdma link delete "$SROCE_DEV" || fail "rdma link delete during ODP faults"
+wait_for 60 rmmod sroce 2>/dev/null || fail "rmmod sroce during ODP faults"
 wait "$churner" 2>/dev/null || true
 tail -n 3 "$SROCE_OUT/odp-rmmod.txt"
 insmod "$SROCE_MODULE" || fail "insmod $SROCE_MODULE after rmmod"
