@@ -275,8 +275,11 @@ static inline void sroce_udp_tunnel_release(struct socket *sock)
  * kernel address). 7.2 keeps HMM PFNs with HMM_PFN_VALID/WRITE in
  * map.pfn_list, one per PAGE_SIZE, but unmaps one entry per page_shift
  * unit: sroce keeps ODP MRs at PAGE_SHIFT there (no IB_ACCESS_HUGETLB),
- * so that an unmapped page can never look valid. @byte is an offset from
- * ib_umem_start().
+ * so that an unmapped page can never look valid. @idx is a page_shift
+ * unit, @byte an offset from ib_umem_start(). sroce_odp_unit_mapped()
+ * is for the map path alone, under umem_mutex once the notifier sequence
+ * check passed: on 7.2 hmm_range_fault() writes map.pfn_list before that
+ * check, so a copy may not trust it (odp.c keeps what copies may use).
  */
 #if SROCE_KERNEL_AT_LEAST(7, 2)
 static inline int sroce_odp_umem_access(int access)
@@ -289,13 +292,12 @@ static inline u64 sroce_odp_access_mask(bool write)
 	return write ? HMM_PFN_WRITE : 0;
 }
 
-static inline bool sroce_odp_byte_mapped(struct ib_umem_odp *odp, u64 byte,
+static inline bool sroce_odp_unit_mapped(struct ib_umem_odp *odp, size_t idx,
 					 bool write)
 {
 	unsigned long need = HMM_PFN_VALID | (write ? HMM_PFN_WRITE : 0);
 
-	return (READ_ONCE(odp->map.pfn_list[byte >> PAGE_SHIFT]) & need) ==
-	       need;
+	return (READ_ONCE(odp->map.pfn_list[idx]) & need) == need;
 }
 
 static inline void *sroce_odp_byte_kva(struct ib_umem_odp *odp, u64 byte)
@@ -315,12 +317,12 @@ static inline u64 sroce_odp_access_mask(bool write)
 	return ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
 }
 
-static inline bool sroce_odp_byte_mapped(struct ib_umem_odp *odp, u64 byte,
+static inline bool sroce_odp_unit_mapped(struct ib_umem_odp *odp, size_t idx,
 					 bool write)
 {
 	u64 bit = write ? ODP_WRITE_ALLOWED_BIT : ODP_READ_ALLOWED_BIT;
 
-	return READ_ONCE(odp->dma_list[byte >> odp->page_shift]) & bit;
+	return READ_ONCE(odp->dma_list[idx]) & bit;
 }
 
 static inline void *sroce_odp_byte_kva(struct ib_umem_odp *odp, u64 byte)

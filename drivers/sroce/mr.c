@@ -800,12 +800,9 @@ static void sroce_mr_end(struct sroce_mr *mr, unsigned long flags)
 
 int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write)
 {
-	unsigned long flags;
-	int err = sroce_mr_begin(mr, iova, len, write, &flags);
-
-	if (!err)
-		sroce_mr_end(mr, flags);
-	return err;
+	if (mr->type != SROCE_MR_ODP)
+		return 0;
+	return sroce_odp_ready(mr, iova, len, write);
 }
 
 int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len)

@@ -57,7 +57,8 @@ struct sroce_odp {
 	 * Read side: copies, across the check that their pages are mapped
 	 * and the copy. Write side: the MMU notifier, under umem_mutex too,
 	 * while it unmaps pages. Faults map pages under umem_mutex alone:
-	 * an entry of dma_list changes from unmapped to mapped in one store.
+	 * a page's bit in sroce's record (struct sroce_odp_pages, odp.c)
+	 * changes from unmapped to mapped in one store, after its entry.
 	 */
 	rwlock_t lock;
 	/*
@@ -71,7 +72,10 @@ struct sroce_odp {
 	bool fault_queued;
 	u64 bad_start, bad_end;
 	spinlock_t fault_lock;	/* the five fields above */
-	/* holds an MR reference while queued or running */
+	/*
+	 * holds an MR reference while queued or running; flushed before
+	 * the MR is freed (sroce_odp_fini()), as it runs on after its put
+	 */
 	struct work_struct fault_work;
 
 	/*
@@ -80,7 +84,8 @@ struct sroce_odp {
 	 * own MMU notifier, are made by faults where the process has
 	 * mappings. children is indexed by user address >> chunk shift:
 	 * entries are added under children_mutex (faults and prefetches
-	 * map under it too) and removed only by dereg, once no copy or
+	 * map under it too, of an explicit MR as well: one page walk at a
+	 * time, odp.c) and removed only by dereg, once no copy or
 	 * fault uses the MR; copies load them under the read side of lock.
 	 * A child whose first fault fails is removed at once, under both.
 	 * The mm_struct is held (mmgrab) for ib_umem_odp_alloc_child().
@@ -328,10 +333,11 @@ int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
 		    u32 len);
 
 /*
- * Are the ODP pages of [iova, iova + len) (a whole SGE list) mapped for
- * @write? 0, -EAGAIN (a fault is queued) or -EFAULT (-EACCES for a list);
- * always 0 for other MRs. A check ahead of an access that should not find
- * them missing later (a READ, an atomic's result).
+ * Are the ODP pages at the start of [iova, iova + len) (a whole SGE list)
+ * mapped for @write? 0, -EAGAIN (a fault of the whole range is queued) or
+ * -EFAULT (-EACCES for a list); always 0 for other MRs. A check ahead of
+ * an access that should rarely find them missing later (a READ, an
+ * atomic's result); the copies still check each page (odp.h).
  */
 int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
 int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,

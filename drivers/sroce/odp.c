@@ -9,6 +9,7 @@
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/moduleparam.h>
+#include <linux/sizes.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_umem_odp.h>
@@ -107,6 +108,93 @@ static void sroce_odp_uncharge(struct sroce_mr *mr, u64 pages)
 }
 
 /*
+ * sroce's own record of which pages of one umem copies may use
+ * (odp->private, set before any page is mapped). 7.2's
+ * ib_umem_odp_map_dma_and_lock() has hmm_range_fault() write its page
+ * list before the notifier sequence is checked, so an entry there may
+ * name a page an invalidation already freed; only these bits, set under
+ * umem_mutex once the check passed, say that an entry is current.
+ * Unit i (1 << page_shift bytes) is mapped when bit i is set, writable
+ * when bit n + i is too. Bits are set under umem_mutex and cleared under
+ * it and the MR's ODP lock for writing; copies test them under that lock
+ * for reading.
+ */
+struct sroce_odp_pages {
+	struct sroce_mr *mr;
+	size_t n;
+	unsigned long bits[];
+};
+
+static int sroce_odp_attach(struct ib_umem_odp *odp, struct sroce_mr *mr)
+{
+	size_t n = ib_umem_odp_num_pages(odp);
+	struct sroce_odp_pages *pages;
+
+	pages = kvzalloc(struct_size(pages, bits, BITS_TO_LONGS(2 * n)),
+			 GFP_KERNEL_ACCOUNT);
+	if (!pages)
+		return -ENOMEM;
+	pages->mr = mr;
+	pages->n = n;
+	mutex_lock(&odp->umem_mutex);
+	odp->private = pages;
+	mutex_unlock(&odp->umem_mutex);
+	return 0;
+}
+
+/* Release a umem sroce_odp_attach() (or nothing) gave a record to. */
+static void sroce_odp_release(struct ib_umem_odp *odp)
+{
+	struct sroce_odp_pages *pages = odp->private;
+
+	/* removes the notifier first: none runs after this */
+	ib_umem_odp_release(odp);
+	kvfree(pages);
+}
+
+/* The units of @odp that [start, end) overlaps: *first, and how many. */
+static size_t sroce_odp_units(struct ib_umem_odp *odp, u64 start, u64 end,
+			      size_t *first)
+{
+	u64 s = max_t(u64, start, ib_umem_start(odp));
+	u64 e = min_t(u64, end, ib_umem_end(odp));
+
+	*first = 0;
+	if (s >= e)
+		return 0;
+	*first = (s - ib_umem_start(odp)) >> odp->page_shift;
+	return ((e - 1 - ib_umem_start(odp)) >> odp->page_shift) - *first + 1;
+}
+
+/*
+ * After ib_umem_odp_map_dma_and_lock() of [va, va + len) passed its
+ * sequence check (umem_mutex held): its entries are current, publish them.
+ */
+static void sroce_odp_publish(struct ib_umem_odp *odp, u64 va, u64 len)
+{
+	struct sroce_odp_pages *pages = odp->private;
+	size_t i, first, cnt = sroce_odp_units(odp, va, va + len, &first);
+
+	lockdep_assert_held(&odp->umem_mutex);
+	smp_wmb();	/* the entries before the bits: sroce_odp_mapped() */
+	for (i = first; i < first + cnt; i++) {
+		if (sroce_odp_unit_mapped(odp, i, false))
+			set_bit(i, pages->bits);
+		if (sroce_odp_unit_mapped(odp, i, true))
+			set_bit(pages->n + i, pages->bits);
+	}
+}
+
+/* Is the unit holding byte @byte of @odp mapped (and writable)? */
+static bool sroce_odp_byte_ok(struct ib_umem_odp *odp, u64 byte, bool write)
+{
+	const struct sroce_odp_pages *pages = odp->private;
+	size_t i = byte >> odp->page_shift;
+
+	return test_bit(write ? pages->n + i : i, pages->bits);
+}
+
+/*
  * The umem holding user address @va: an explicit MR's own, an implicit
  * MR's child for @va (NULL while there is none). Copies: ODP lock held.
  */
@@ -136,18 +224,22 @@ static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
 {
 	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
 					       notifier);
-	struct sroce_mr *mr;
+	struct sroce_odp_pages *pages;
 	unsigned long flags;
+	size_t first, cnt;
 
 	if (!mmu_notifier_range_blockable(range))
 		return false;
 	mutex_lock(&odp->umem_mutex);
 	mmu_interval_set_seq(mni, cur_seq);
-	mr = odp->private;	/* NULL: nothing mapped yet */
-	if (mr) {
-		write_lock_irqsave(&mr->odp.lock, flags);
+	pages = odp->private;	/* NULL: nothing mapped yet */
+	if (pages) {
+		cnt = sroce_odp_units(odp, range->start, range->end, &first);
+		write_lock_irqsave(&pages->mr->odp.lock, flags);
+		bitmap_clear(pages->bits, first, cnt);
+		bitmap_clear(pages->bits, pages->n + first, cnt);
 		ib_umem_odp_unmap_dma_pages(odp, range->start, range->end);
-		write_unlock_irqrestore(&mr->odp.lock, flags);
+		write_unlock_irqrestore(&pages->mr->odp.lock, flags);
 	}
 	mutex_unlock(&odp->umem_mutex);
 	return true;
@@ -159,7 +251,9 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 
 /*
  * Map [va, va + len) (user addresses within @odp), faulting pages in when
- * @fault; sleeps. 0 or a negative errno.
+ * @fault; sleeps. 0 or a negative errno. One at a time per umem (under
+ * children_mutex): another walk writing the page list while this one
+ * publishes it could leave an entry for a page that is gone.
  */
 static int sroce_odp_map_umem(struct ib_umem_odp *odp, u64 va, u64 len,
 			      bool write, bool fault)
@@ -170,6 +264,7 @@ static int sroce_odp_map_umem(struct ib_umem_odp *odp, u64 va, u64 len,
 					   sroce_odp_access_mask(write), fault);
 	if (ret < 0)
 		return ret;
+	sroce_odp_publish(odp, va, len);
 	mutex_unlock(&odp->umem_mutex);
 	return 0;
 }
@@ -202,7 +297,7 @@ static void sroce_odp_release_child(struct sroce_mr *mr,
 	mr->odp.pages -= pages;
 	sroce_odp_uncharge(mr, pages);
 	atomic64_dec(sroce_odp_stat(mr, SROCE_ODP_CHILDREN));
-	ib_umem_odp_release(child);
+	sroce_odp_release(child);
 }
 
 /*
@@ -228,9 +323,6 @@ static struct ib_umem_odp *sroce_odp_new_child(struct sroce_mr *mr, u64 start,
 	o->nchildren++;
 	o->pages += pages;
 	atomic64_inc(sroce_odp_stat(mr, SROCE_ODP_CHILDREN));
-	mutex_lock(&child->umem_mutex);
-	child->private = mr;
-	mutex_unlock(&child->umem_mutex);
 	return child;
 }
 
@@ -260,7 +352,10 @@ static struct ib_umem_odp *sroce_odp_child(struct sroce_mr *mr, u64 va,
 	child = sroce_odp_new_child(mr, start, len);
 	if (IS_ERR(child))
 		return child;
-	err = xa_err(xa_store(&o->children, idx, child, GFP_KERNEL_ACCOUNT));
+	err = sroce_odp_attach(child, mr);
+	if (!err)
+		err = xa_err(xa_store(&o->children, idx, child,
+					    GFP_KERNEL_ACCOUNT));
 	if (err) {
 		sroce_odp_release_child(mr, child);
 		return ERR_PTR(err);
@@ -318,10 +413,15 @@ static int sroce_odp_map_implicit(struct sroce_mr *mr, u64 va, u64 len,
 static int sroce_odp_map(struct sroce_mr *mr, u64 va, u64 len, bool write,
 			 bool fault)
 {
+	int err;
+
 	if (mr->odp.implicit)
 		return sroce_odp_map_implicit(mr, va, len, write, fault);
-	return sroce_odp_map_umem(to_ib_umem_odp(mr->umem), va, len, write,
-				  fault);
+	mutex_lock(&mr->odp.children_mutex);
+	err = sroce_odp_map_umem(to_ib_umem_odp(mr->umem), va, len, write,
+				 fault);
+	mutex_unlock(&mr->odp.children_mutex);
+	return err;
 }
 
 static void sroce_odp_fault_work(struct work_struct *work)
@@ -402,10 +502,10 @@ static bool sroce_odp_mapped(const struct sroce_mr *mr, u64 va, u64 len,
 		if (!odp)
 			return false;
 		step = BIT_ULL(odp->page_shift);
-		if (!sroce_odp_byte_mapped(odp, addr - ib_umem_start(odp),
-					   write))
+		if (!sroce_odp_byte_ok(odp, addr - ib_umem_start(odp), write))
 			return false;
 	}
+	smp_rmb();	/* the bits before the entries: sroce_odp_publish() */
 	return true;
 }
 
@@ -424,6 +524,27 @@ int sroce_odp_lock(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags)
 {
 	read_unlock_irqrestore(&mr->odp.lock, flags);
+}
+
+/*
+ * How much of a range sroce_odp_ready() checks. Its callers hold a
+ * spinlock with interrupts off or run in softirq, and a READ may be 2 GiB
+ * (512K pages, an xa_load() each for an implicit MR): the whole range
+ * would keep interrupts off for milliseconds.
+ */
+#define SROCE_ODP_READY_MAX	SZ_64K
+
+int sroce_odp_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write)
+{
+	u64 va = sroce_odp_va(mr, iova);
+	unsigned long flags;
+	bool mapped;
+
+	read_lock_irqsave(&mr->odp.lock, flags);
+	mapped = sroce_odp_mapped(mr, va, min_t(u64, len, SROCE_ODP_READY_MAX),
+				  write);
+	read_unlock_irqrestore(&mr->odp.lock, flags);
+	return mapped ? 0 : sroce_odp_want(mr, va, len, write);
 }
 
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,
@@ -462,10 +583,7 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access)
 	}
 	mr->odp.pages = pages;
 	mr->umem = &odp->umem;
-	mutex_lock(&odp->umem_mutex);
-	odp->private = mr;
-	mutex_unlock(&odp->umem_mutex);
-	return 0;
+	return sroce_odp_attach(odp, mr);
 }
 
 /*
@@ -494,15 +612,25 @@ void sroce_odp_fini(struct sroce_mr *mr)
 	struct ib_umem_odp *child;
 	unsigned long idx;
 
-	if (!mr->odp.implicit) {
+	/*
+	 * No fault can be queued any more (queuing takes a reference, and
+	 * the last is gone), but the last one may still be returning from
+	 * sroce_odp_fault_work() after its sroce_mr_put(): wait for it, so
+	 * that neither the MR nor the module's code goes away under it.
+	 */
+	flush_work(&mr->odp.fault_work);
+	if (mr->odp.implicit) {
+		/* no copy nor fault uses the MR any more: no lock needed */
+		xa_for_each(&mr->odp.children, idx, child)
+			sroce_odp_release_child(mr, child);
+		xa_destroy(&mr->odp.children);
+		mmdrop(mr->umem->owning_mm);
+	} else {
 		sroce_odp_uncharge(mr, mr->odp.pages);
-		return;
 	}
-	/* no copy nor fault uses the MR any more: no lock needed */
-	xa_for_each(&mr->odp.children, idx, child)
-		sroce_odp_release_child(mr, child);
-	xa_destroy(&mr->odp.children);
-	mmdrop(mr->umem->owning_mm);
+	if (mr->umem)
+		sroce_odp_release(to_ib_umem_odp(mr->umem));
+	mr->umem = NULL;
 }
 
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,

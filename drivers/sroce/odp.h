@@ -5,12 +5,14 @@
  * device has no DMA device, so an entry is the page's kernel address with
  * the ODP_*_ALLOWED_BIT permission bits) and calls sroce back through an
  * MMU interval notifier when the application unmaps or changes them.
+ * Copies trust only sroce's own record of the pages mapped (odp.c),
+ * published once a fault's notifier sequence check passed.
  *
  * Copies run in softirq context or under spinlocks and cannot fault, so a
- * copy takes the MR's ODP lock for reading, checks that every page it
- * touches is mapped with the permission it needs, and copies; the notifier
- * unmaps under the same lock taken for writing, so a page stays where it
- * is until the copies using it are done. A copy finding a page missing
+ * copy (one packet's worth) takes the MR's ODP lock for reading, checks
+ * that every page it touches is mapped with the permission it needs, and
+ * copies; the notifier unmaps under the same lock taken for writing, so a
+ * page stays where it is until the copies using it are done. A copy finding a page missing
  * copies nothing: it queues a fault of its range on a work item, which
  * may sleep, and its caller retries later (the requester after a short
  * timer, the responder by an RNR NAK that makes the peer retry, the
@@ -46,7 +48,10 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, u64 length, int access);
  * in per-chunk child umems made by faults (struct sroce_odp).
  */
 int sroce_odp_init_implicit(struct sroce_mr *mr, int access);
-/* Before the umem is released: an implicit MR's children. */
+/*
+ * Once nothing can queue a fault: waits for the fault work to return,
+ * releases an implicit MR's children and the MR's umem.
+ */
 void sroce_odp_fini(struct sroce_mr *mr);
 
 /*
@@ -58,6 +63,14 @@ void sroce_odp_fini(struct sroce_mr *mr);
 int sroce_odp_lock(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		   unsigned long *flags);
 void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags);
+
+/*
+ * Ahead of a long access of [iova, iova + len): 0 when its first pages
+ * are mapped (a bounded check: the copies check the rest, page by page),
+ * else sroce_odp_lock()'s -EAGAIN, with a fault of the whole range
+ * queued, or -EFAULT. Any context.
+ */
+int sroce_odp_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
 
 /* The page holding @iova and the offset in it; ODP lock held. */
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,

@@ -72,6 +72,8 @@ struct sroce_swqe {
 		u32 xrc_srqn;	/* XRC: the XRCETH's SRQ number */
 	};
 	u32 access;		/* REG_MR, BIND_MW: IB_ACCESS_* granted */
+	/* ODP faults retried in a row, no packet built since (req.c) */
+	u16 fault_retries;
 	/* PSNs of the first and last request packet, set when started */
 	u32 first_psn;
 	u32 last_psn;

@@ -790,6 +790,26 @@ static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	sroce_comp_retire(qp, n);
 }
 
+/*
+ * ODP pages the WQE needs are missing and a fault is queued: retry soon
+ * (comp.c's allocation retry timer, a few ms), up to
+ * SROCE_REQ_FAULT_RETRIES times in a row (seconds).
+ * Memory that the application keeps unmapping faster than the faults map
+ * it would have the WQE retried forever: it then completes with a local
+ * protection error, like memory that cannot be faulted in.
+ */
+#define SROCE_REQ_FAULT_RETRIES	1000
+
+static enum sroce_req_verdict sroce_req_fault(struct sroce_qp *qp,
+					      struct sroce_swqe *wqe,
+					      struct sroce_comp_notify *n)
+{
+	if (++wqe->fault_retries < SROCE_REQ_FAULT_RETRIES)
+		return SROCE_REQ_FAULT;
+	sroce_req_fail(qp, wqe, IB_WC_LOC_PROT_ERR, n);
+	return SROCE_REQ_STOP;
+}
+
 /* Advance past the packet just built. */
 static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			      const struct sroce_req_pkt *p, u32 mtu,
@@ -800,6 +820,7 @@ static void sroce_req_advance(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	u32 npkts = responses ? sroce_wqe_npkts(wqe, mtu) -
 				(p->offset / mtu) : 1;
 
+	wqe->fault_retries = 0;
 	req->psn = sroce_psn_add(req->psn, npkts);
 	if (sroce_qp_is_rc(qp) && sroce_psn_after(req->psn, req->psn_max))
 		req->psn_max = req->psn;
@@ -907,7 +928,7 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 		if (!err)
 			err = sroce_req_ready(qp, wqe);
 		if (err == -EAGAIN)
-			return SROCE_REQ_FAULT;
+			return sroce_req_fault(qp, wqe, n);
 		if (err) {
 			sroce_req_fail(qp, wqe, err == -EMSGSIZE ?
 				       IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR, n);
@@ -952,7 +973,7 @@ static enum sroce_req_verdict sroce_req_one(struct sroce_qp *qp,
 	if (err == -ENOMEM)
 		return SROCE_REQ_NOMEM;
 	if (err == -EAGAIN)
-		return SROCE_REQ_FAULT;
+		return sroce_req_fault(qp, wqe, n);
 	if (err) {
 		sroce_req_fail(qp, wqe, err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
 			       IB_WC_LOC_PROT_ERR, n);

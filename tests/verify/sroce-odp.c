@@ -29,6 +29,9 @@
  *    with a remote access error and a prefetch of one more fails with
  *    ENOMEM; WRITEs to chunks of a PROT_NONE reservation fail and leave
  *    no child behind (the port's odp_children gauge)
+ *  - a READ into an ODP sink that another thread keeps unmapping
+ *    (MADV_DONTNEED) completes, with an error or not, instead of being
+ *    retried forever
  *
  * Prints "odp: N checks, F failures: PASS|FAIL"; exit 0 only on PASS.
  *
@@ -39,10 +42,23 @@
  * device's odp_max_mb or charged to the cgroup (memory.current). Prints
  * "odp-mem: N GiB registered, then ERROR|nothing refused", the charge,
  * and "odp-mem: refused|charged|neither refused nor charged: PASS|FAIL".
+ *
+ * With -R SECONDS it churns instead: WRITE then READ back, round after
+ * round, an ODP MR of private anonymous memory that another thread keeps
+ * unmapping (MADV_DONTNEED) and prefetching (ibv_advise_mr), so that the
+ * driver's faults and invalidations race. Every byte READ must be 0 (a
+ * page freshly faulted in) or the pattern this round wrote to its page:
+ * anything else came from a page the process no longer owns. Once the
+ * other thread stopped, a last WRITE must reach every page. Prints
+ * "churn: R rounds, B bad bytes, ...: PASS|FAIL".
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -508,10 +524,197 @@ static int odp_memory(unsigned int gib, const char *cg)
 	       charge_ok ? "charged" : "neither refused nor charged",
 	       refused || charge_ok ? "PASS" : "FAIL");
 	return refused || charge_ok ? 0 : 1;
+
+/* Another thread keeps unmapping [zap_at, zap_at + zap_len). */
+static unsigned char *zap_at;
+static size_t zap_len;
+static struct ibv_mr *zap_mr;	/* and prefetching it, if set */
+static atomic_bool zap_stop;
+static atomic_ulong zaps;
+
+static void *zapper(void *arg)
+{
+	struct ibv_sge sge;
+	unsigned long i;
+	long pause = (long)(intptr_t)arg;
+
+	for (i = 0; !atomic_load(&zap_stop); i++) {
+		if (madvise(zap_at, zap_len, MADV_DONTNEED))
+			die("madvise");
+		atomic_fetch_add(&zaps, 1);
+		if (zap_mr && i % 4 == 0) {
+			sge = (struct ibv_sge){ .addr = (uintptr_t)zap_at,
+						.length = zap_len,
+						.lkey = zap_mr->lkey };
+			/* fails when the device goes away: fine */
+			ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				      IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+		}
+		if (pause)
+			usleep(pause / 2 + rand() % pause);
+	}
+	return NULL;
+}
+
+static pthread_t zap_start(unsigned char *at, size_t len, struct ibv_mr *mr,
+			   long pause_us)
+{
+	pthread_t t;
+
+	zap_at = at;
+	zap_len = len;
+	zap_mr = mr;
+	atomic_store(&zap_stop, false);
+	if (pthread_create(&t, NULL, zapper, (void *)(intptr_t)pause_us))
+		fatal("pthread_create");
+	return t;
+}
+
+static void zap_end(pthread_t t)
+{
+	atomic_store(&zap_stop, true);
+	pthread_join(t, NULL);
+}
+
+/*
+ * A READ into an ODP sink that another thread unmaps over and over: the
+ * driver must give up at some point (a completion with an error; or the
+ * READ slipped through) rather than retry it forever.
+ */
+static void check_read_sink_unmapped(unsigned char *from,
+				     struct ibv_mr *from_mr)
+{
+	size_t len = LEN;
+	unsigned char *sink;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct pair p;
+	pthread_t t;
+	bool done;
+	long t0;
+
+	sink = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sink == MAP_FAILED)
+		die("mmap");
+	mr = ibv_reg_mr(pd, sink, len, ODP_ACCESS);
+	if (!mr)
+		die("ibv_reg_mr ON_DEMAND");
+	p = pair_new();
+	t = zap_start(sink, len, NULL, 0);
+	t0 = now_ms();
+	post_op(p.req, IBV_WR_RDMA_READ, sink, len, mr->lkey,
+		(uintptr_t)from, from_mr->rkey, 0);
+	done = poll_cq(cq, &wc, 60000);
+	zap_end(t);
+	CHECK(done, "READ into a sink unmapped %lu times: no completion in 60 s",
+	      atomic_load(&zaps));
+	if (done)
+		printf("odp: READ into a sink unmapped %lu times: %s after %ld ms\n",
+		       atomic_load(&zaps), ibv_wc_status_str(wc.status),
+		       now_ms() - t0);
+	pair_free(&p);
+	CHECK(!ibv_dereg_mr(mr), "dereg of the unmapped sink");
+	munmap(sink, len);
+}
+
+#define CHURN_PAGES	32
+
+static unsigned char churn_byte(unsigned int round, unsigned int page)
+{
+	return (round * 31 + page) % 255 + 1;
+}
+
+/* Bytes of @buf that are neither 0 nor their page's pattern of @round. */
+static long churn_bad(const unsigned char *buf, unsigned int round,
+		      bool zero_ok)
+{
+	unsigned int pg, i;
+	long bad = 0;
+
+	for (pg = 0; pg < CHURN_PAGES; pg++)
+		for (i = 0; i < PAGE; i++)
+			bad += buf[pg * PAGE + i] != churn_byte(round, pg) &&
+			       !(zero_ok && !buf[pg * PAGE + i]);
+	return bad;
+}
+
+static int churn(long seconds)
+{
+	size_t len = CHURN_PAGES * PAGE;
+	unsigned char *tgt, *src, *dst;
+	struct ibv_mr *tgt_mr, *src_mr, *dst_mr;
+	enum ibv_wc_status st;
+	unsigned int round, pg, errs = 0;
+	long end = now_ms() + seconds * 1000, bad = 0, last;
+	struct pair p;
+	pthread_t t;
+
+	tgt = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = malloc(len);
+	dst = malloc(len);
+	if (tgt == MAP_FAILED || !src || !dst)
+		die("buffers");
+	tgt_mr = ibv_reg_mr(pd, tgt, len, ODP_ACCESS);
+	src_mr = ibv_reg_mr(pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	dst_mr = ibv_reg_mr(pd, dst, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!tgt_mr || !src_mr || !dst_mr)
+		die("ibv_reg_mr");
+	p = pair_new();
+	t = zap_start(tgt, len, tgt_mr, 1000);
+	for (round = 0; now_ms() < end; round++) {
+		for (pg = 0; pg < CHURN_PAGES; pg++)
+			memset(src + pg * PAGE, churn_byte(round, pg), PAGE);
+		st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, len, src_mr->lkey,
+			     (uintptr_t)tgt, tgt_mr->rkey, 0);
+		if (st == IBV_WC_SUCCESS)
+			st = rdma_op(p.req, IBV_WR_RDMA_READ, dst, len,
+				     dst_mr->lkey, (uintptr_t)tgt,
+				     tgt_mr->rkey, 0);
+		if (st != IBV_WC_SUCCESS) {
+			/* an RNR or retry limit under churn: a new pair */
+			errs++;
+			pair_free(&p);
+			p = pair_new();
+			continue;
+		}
+		bad += churn_bad(dst, round, true);
+	}
+	zap_end(t);
+	/* quiet now: a WRITE must reach every page, a READ see it all */
+	for (pg = 0; pg < CHURN_PAGES; pg++)
+		memset(src + pg * PAGE, churn_byte(round, pg), PAGE);
+	st = rdma_op(p.req, IBV_WR_RDMA_WRITE, src, len, src_mr->lkey,
+		     (uintptr_t)tgt, tgt_mr->rkey, 0);
+	CHECK(st == IBV_WC_SUCCESS, "churn: last WRITE: %s",
+	      ibv_wc_status_str(st));
+	last = churn_bad(tgt, round, false);
+	CHECK(!last, "churn: last WRITE: %ld bytes missing from the MR", last);
+	memset(tgt, 0, len);
+	for (pg = 0; pg < CHURN_PAGES; pg++)
+		memset(tgt + pg * PAGE, churn_byte(round + 1, pg), PAGE);
+	st = rdma_op(p.req, IBV_WR_RDMA_READ, dst, len, dst_mr->lkey,
+		     (uintptr_t)tgt, tgt_mr->rkey, 0);
+	last = churn_bad(dst, round + 1, false);
+	CHECK(st == IBV_WC_SUCCESS && !last, "churn: last READ: %s, %ld bytes wrong",
+	      ibv_wc_status_str(st), last);
+	CHECK(!bad, "churn: %ld bytes READ from pages the process does not own",
+	      bad);
+	CHECK(round > errs, "churn: %u rounds, %u failed", round, errs);
+	pair_free(&p);
+	ibv_dereg_mr(tgt_mr);
+	ibv_dereg_mr(src_mr);
+	ibv_dereg_mr(dst_mr);
+	printf("churn: %u rounds (%u failed), %lu unmaps, %ld bad bytes, %u failures: %s\n",
+	       round, errs, atomic_load(&zaps), bad, failures,
+	       failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
+	long churn_s = 0;
 	unsigned char *tgt, *alias, *src, *dst;
 	struct ibv_mr *tgt_mr, *src_mr, *dst_mr, *late_mr;
 	unsigned int cap = 0, gib = 0;
@@ -521,7 +724,7 @@ int main(int argc, char **argv)
 	struct pair p;
 	int opt, fd, bad;
 
-	while ((opt = getopt(argc, argv, "d:g:C:M:c:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:C:M:c:R:")) != -1) {
 		if (opt == 'd')
 			devname = optarg;
 		else if (opt == 'g')
@@ -532,11 +735,13 @@ int main(int argc, char **argv)
 			gib = atoi(optarg);
 		else if (opt == 'c')
 			cg = optarg;
+		else if (opt == 'R')
+			churn_s = atol(optarg);
 		else
-			fatal("usage: sroce-odp -d DEV {-g GID_INDEX [-C CAP] | -M GIB [-c CGROUP]}");
+			fatal("usage: sroce-odp -d DEV {-g GID_INDEX [-C CAP] | -M GIB [-c CGROUP] | -R SECONDS}");
 	}
 	if (!devname)
-		fatal("usage: sroce-odp -d DEV {-g GID_INDEX [-C CAP] | -M GIB [-c CGROUP]}");
+		fatal("usage: sroce-odp -d DEV {-g GID_INDEX [-C CAP] | -M GIB [-c CGROUP] | -R SECONDS}");
 	ctx = open_device(devname);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
@@ -544,6 +749,8 @@ int main(int argc, char **argv)
 		die("setup");
 	if (gib)
 		return odp_memory(gib, cg);
+	if (churn_s)
+		return churn(churn_s);
 	check_caps();
 
 	/* the target: a memfd mapped twice, neither mapping touched yet */
@@ -647,6 +854,7 @@ int main(int argc, char **argv)
 	check_implicit();
 	if (cap)
 		check_children(cap);
+	check_read_sink_unmapped(dst, dst_mr);
 
 	CHECK(!ibv_dereg_mr(tgt_mr), "dereg of the half-unmapped MR");
 	CHECK(!ibv_dereg_mr(src_mr), "dereg of the unmapped MR");
