@@ -202,17 +202,48 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return n;
 }
 
+/*
+ * Reads of a key's slot that find an MR whose last reference is gone. Each
+ * one means the slot changed since the read before (below), so this bounds
+ * how many reregistrations of the key one lookup keeps up with.
+ */
+#define SROCE_MR_SLOT_TRIES	4
+
+/*
+ * The MR in @key's slot, with a reference, or NULL. An MR leaves its slot
+ * before its initial reference is dropped: dereg erases the slot first,
+ * and rereg puts the successor there before ib_core deregisters the old
+ * MR. So an MR found with no references left is no longer there: read the
+ * slot again rather than fail, and a key that stays valid across a
+ * reregistration finds the MR that took it over.
+ */
+static struct sroce_mr *sroce_mr_slot_get(struct sroce_dev *sdev, u32 key)
+{
+	unsigned int tries = SROCE_MR_SLOT_TRIES;
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	do {
+		mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
+		if (!mr || refcount_inc_not_zero(&mr->ref))
+			break;
+		/*
+		 * Read the slot after that zero: refcount_dec_and_test()
+		 * orders the slot's update before the count reached it.
+		 */
+		smp_rmb();
+		mr = NULL;
+	} while (--tries);
+	rcu_read_unlock();
+	return mr;
+}
+
 /* The fast-registration MR @key names by its index, with a reference. */
 static struct sroce_mr *sroce_mr_get_fast(struct sroce_dev *sdev,
 					  struct ib_pd *pd, u32 key)
 {
-	struct sroce_mr *mr;
+	struct sroce_mr *mr = sroce_mr_slot_get(sdev, key);
 
-	rcu_read_lock();
-	mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
-	if (mr && !refcount_inc_not_zero(&mr->ref))
-		mr = NULL;
-	rcu_read_unlock();
 	if (!mr)
 		return NULL;
 	if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd) {
@@ -516,13 +547,8 @@ static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev,
 					struct ib_pd *pd, u32 key, u64 addr,
 					u64 len, int access, bool whole)
 {
-	struct sroce_mr *mr;
+	struct sroce_mr *mr = sroce_mr_slot_get(sdev, key);
 
-	rcu_read_lock();
-	mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
-	if (mr && !refcount_inc_not_zero(&mr->ref))
-		mr = NULL;
-	rcu_read_unlock();
 	if (!mr)
 		return NULL;
 

@@ -134,7 +134,9 @@ struct sroce_mr {
 	 * for the duration of a copy) before unpinning; the struct itself is
 	 * freed after an RCU grace period. A reregistration hands the key's
 	 * slot to a successor; the old MR keeps its initial reference until
-	 * its own dereg, which leaves the slot alone.
+	 * its own dereg, which leaves the slot alone. Either way the MR has
+	 * left the slot before the count can reach zero, so a lookup that
+	 * finds it at zero reads the slot again (the successor's, or empty).
 	 */
 	refcount_t ref;
 	struct completion released;
