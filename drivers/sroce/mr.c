@@ -739,6 +739,9 @@ static int sroce_mr_append_skb_locked(struct sroce_mr *mr, u64 iova,
 			if (err)
 				return err;
 		} else {
+			/* only into room the caller made (skb_put() would BUG) */
+			if (skb_is_nonlinear(skb) || skb_tailroom(skb) < c.len)
+				return -EMSGSIZE;
 			va = kmap_local_page(c.page);
 			memcpy(sroce_net_put_data(skb, c.len), va + c.off,
 			       c.len);
@@ -902,6 +905,32 @@ int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge)
 }
 
 /*
+ * The next piece of the range @it walks, one per SGE it spans (SGEs before
+ * the range and empty ones are passed over): the SGE, with the address in
+ * its MR and the length in *@addr and *@len; NULL past the list or range.
+ */
+static const struct sroce_sge *sroce_sgl_next(struct sroce_sgl_range *it,
+					      u64 *addr, u32 *len)
+{
+	const struct sroce_sge *sge;
+
+	while (it->len && it->num_sge) {
+		sge = it->sgl++;
+		it->num_sge--;
+		if (it->offset >= sge->length) {
+			it->offset -= sge->length;
+			continue;
+		}
+		*addr = sge->addr + it->offset;
+		*len = min(it->len, sge->length - it->offset);
+		it->len -= *len;
+		it->offset = 0;
+		return sge;
+	}
+	return NULL;
+}
+
+/*
  * Walk [offset, offset + len) of an SGE list, one MR-contiguous piece at a
  * time: @fn gets the referenced MR, the address in it and the length.
  */
@@ -913,28 +942,75 @@ static int sroce_sgl_walk(struct sroce_dev *sdev, struct ib_pd *pd,
 			  u32 offset, u32 len, int access, sroce_sgl_fn fn,
 			  void *ctx)
 {
+	struct sroce_sgl_range it = { sgl, num_sge, offset, len };
+	const struct sroce_sge *sge;
 	struct sroce_mr *mr;
-	u32 i, n;
+	u64 addr;
+	u32 n;
 	int err;
 
-	for (i = 0; i < num_sge && len; i++) {
-		if (offset >= sgl[i].length) {
-			offset -= sgl[i].length;
-			continue;
-		}
-		n = min(len, sgl[i].length - offset);
-		mr = sroce_mr_get(sdev, pd, sgl[i].lkey, sgl[i].addr + offset,
-				  n, access);
+	while ((sge = sroce_sgl_next(&it, &addr, &n))) {
+		mr = sroce_mr_get(sdev, pd, sge->lkey, addr, n, access);
 		if (!mr)
 			return -EACCES;
-		err = fn(mr, sgl[i].addr + offset, n, ctx);
+		err = fn(mr, addr, n, ctx);
 		sroce_mr_put(mr);
 		if (err)
 			return err;
-		len -= n;
-		offset = 0;
 	}
-	return len ? -EMSGSIZE : 0;
+	return it.len ? -EMSGSIZE : 0;
+}
+
+int sroce_sgl_hold(struct sroce_sgl_mrs *m, struct sroce_dev *sdev,
+		   struct ib_pd *pd, const struct sroce_sge *sgl, u32 num_sge,
+		   u32 offset, u32 len)
+{
+	struct sroce_sgl_range it = { sgl, num_sge, offset, len };
+	const struct sroce_sge *sge;
+	struct sroce_mr *mr;
+	u64 addr;
+	u32 n;
+
+	m->range = it;
+	m->n = 0;
+	while ((sge = sroce_sgl_next(&it, &addr, &n))) {
+		/* never more pieces than SGEs: post_send checked max_sge */
+		mr = m->n < ARRAY_SIZE(m->mr) ?
+		     sroce_mr_get(sdev, pd, sge->lkey, addr, n, 0) : NULL;
+		if (!mr) {
+			sroce_sgl_release(m);
+			return -EACCES;
+		}
+		m->mr[m->n++] = mr;
+	}
+	if (it.len) {
+		sroce_sgl_release(m);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+void sroce_sgl_release(struct sroce_sgl_mrs *m)
+{
+	while (m->n)
+		sroce_mr_put(m->mr[--m->n]);
+}
+
+/* sroce_sgl_walk() over the MRs @m holds: the same pieces, no lookups. */
+static int sroce_sgl_walk_held(const struct sroce_sgl_mrs *m,
+			       sroce_sgl_fn fn, void *ctx)
+{
+	struct sroce_sgl_range it = m->range;
+	u32 i = 0, n;
+	u64 addr;
+	int err;
+
+	while (i < m->n && sroce_sgl_next(&it, &addr, &n)) {
+		err = fn(m->mr[i++], addr, n, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 struct sroce_sgl_skb_ctx {
@@ -1012,14 +1088,12 @@ int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,
 			      sroce_sgl_ready_fn, &access);
 }
 
-int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
-			 const struct sroce_sge *sgl, u32 num_sge, u32 offset,
-			 struct sk_buff *skb, u32 len, bool zcopy)
+int sroce_sgl_append_skb(const struct sroce_sgl_mrs *m, struct sk_buff *skb,
+			 bool zcopy)
 {
 	struct sroce_sgl_skb_ctx c = { .skb = skb, .zcopy = zcopy };
 
-	return sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len, 0,
-			      sroce_sgl_append_fn, &c);
+	return sroce_sgl_walk_held(m, sroce_sgl_append_fn, &c);
 }
 
 static int sroce_sgl_frags_fn(struct sroce_mr *mr, u64 addr, u32 len,
@@ -1029,14 +1103,10 @@ static int sroce_sgl_frags_fn(struct sroce_mr *mr, u64 addr, u32 len,
 	return 0;
 }
 
-int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
-		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
-		    u32 len)
+unsigned int sroce_sgl_frags(const struct sroce_sgl_mrs *m)
 {
 	unsigned int frags = 0;
-	int err;
 
-	err = sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len, 0,
-			     sroce_sgl_frags_fn, &frags);
-	return err ? err : frags;
+	sroce_sgl_walk_held(m, sroce_sgl_frags_fn, &frags);
+	return frags;
 }
