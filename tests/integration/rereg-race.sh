@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug pairs=none timeout=180
+# sroce-test: kernels=debug pairs=none timeout=180 full-only
 # SPDX-License-Identifier: GPL-2.0
 #
 # ibv_rereg_mr racing the requester on the MR it sends from, as an
@@ -12,7 +12,9 @@
 # reference). The old requester sized a packet for zero copy from the
 # user MR and filled it from the ODP MR that took its key: skb_put() past
 # the tail, a guest panic the harness reports. On the debug kernel KASAN
-# and lockdep watch the swaps.
+# and lockdep watch the swaps. check-full only: on the code before the fix
+# it passed too (15 s, debug kernel: 171 SENDs, 647 reregs, no panic and
+# no error), the windows being too narrow for this guest to hit.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
