@@ -105,6 +105,9 @@ verify: $(XRCCHECK)
 # ... the on-demand paging checker of tests/integration/odp.sh.
 ODPCHECK := $(BUILD)/sroce-odp
 verify: $(ODPCHECK)
+# ... the rereg-racing-SENDs checker of tests/integration/rereg-race.sh.
+REREGCHECK := $(BUILD)/sroce-rereg-race
+verify: $(REREGCHECK)
 
 # ... sroce-flush again, against Debian 13's libibverbs headers, which have
 # ibv_wr_flush() (rdma-core 45 and later): there it posts FLUSH too
@@ -149,7 +152,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
-	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK) $(REREGCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 

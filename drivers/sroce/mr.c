@@ -204,17 +204,48 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return n;
 }
 
+/*
+ * Reads of a key's slot that find an MR whose last reference is gone. Each
+ * one means the slot changed since the read before (below), so this bounds
+ * how many reregistrations of the key one lookup keeps up with.
+ */
+#define SROCE_MR_SLOT_TRIES	4
+
+/*
+ * The MR in @key's slot, with a reference, or NULL. An MR leaves its slot
+ * before its initial reference is dropped: dereg erases the slot first,
+ * and rereg puts the successor there before ib_core deregisters the old
+ * MR. So an MR found with no references left is no longer there: read the
+ * slot again rather than fail, and a key that stays valid across a
+ * reregistration finds the MR that took it over.
+ */
+static struct sroce_mr *sroce_mr_slot_get(struct sroce_dev *sdev, u32 key)
+{
+	unsigned int tries = SROCE_MR_SLOT_TRIES;
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	do {
+		mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
+		if (!mr || refcount_inc_not_zero(&mr->ref))
+			break;
+		/*
+		 * Read the slot after that zero: refcount_dec_and_test()
+		 * orders the slot's update before the count reached it.
+		 */
+		smp_rmb();
+		mr = NULL;
+	} while (--tries);
+	rcu_read_unlock();
+	return mr;
+}
+
 /* The fast-registration MR @key names by its index, with a reference. */
 static struct sroce_mr *sroce_mr_get_fast(struct sroce_dev *sdev,
 					  struct ib_pd *pd, u32 key)
 {
-	struct sroce_mr *mr;
+	struct sroce_mr *mr = sroce_mr_slot_get(sdev, key);
 
-	rcu_read_lock();
-	mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
-	if (mr && !refcount_inc_not_zero(&mr->ref))
-		mr = NULL;
-	rcu_read_unlock();
 	if (!mr)
 		return NULL;
 	if (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd) {
@@ -518,13 +549,8 @@ static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev,
 					struct ib_pd *pd, u32 key, u64 addr,
 					u64 len, int access, bool whole)
 {
-	struct sroce_mr *mr;
+	struct sroce_mr *mr = sroce_mr_slot_get(sdev, key);
 
-	rcu_read_lock();
-	mr = sroce_key_mr(xa_load(&sdev->mr_xa, key >> 8));
-	if (mr && !refcount_inc_not_zero(&mr->ref))
-		mr = NULL;
-	rcu_read_unlock();
 	if (!mr)
 		return NULL;
 
@@ -715,6 +741,9 @@ static int sroce_mr_append_skb_locked(struct sroce_mr *mr, u64 iova,
 			if (err)
 				return err;
 		} else {
+			/* only into room the caller made (skb_put() would BUG) */
+			if (skb_is_nonlinear(skb) || skb_tailroom(skb) < c.len)
+				return -EMSGSIZE;
 			va = kmap_local_page(c.page);
 			memcpy(sroce_net_put_data(skb, c.len), va + c.off,
 			       c.len);
@@ -894,6 +923,32 @@ int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge)
 }
 
 /*
+ * The next piece of the range @it walks, one per SGE it spans (SGEs before
+ * the range and empty ones are passed over): the SGE, with the address in
+ * its MR and the length in *@addr and *@len; NULL past the list or range.
+ */
+static const struct sroce_sge *sroce_sgl_next(struct sroce_sgl_range *it,
+					      u64 *addr, u32 *len)
+{
+	const struct sroce_sge *sge;
+
+	while (it->len && it->num_sge) {
+		sge = it->sgl++;
+		it->num_sge--;
+		if (it->offset >= sge->length) {
+			it->offset -= sge->length;
+			continue;
+		}
+		*addr = sge->addr + it->offset;
+		*len = min(it->len, sge->length - it->offset);
+		it->len -= *len;
+		it->offset = 0;
+		return sge;
+	}
+	return NULL;
+}
+
+/*
  * Walk [offset, offset + len) of an SGE list, one MR-contiguous piece at a
  * time: @fn gets the referenced MR, the address in it and the length.
  */
@@ -905,28 +960,75 @@ static int sroce_sgl_walk(struct sroce_dev *sdev, struct ib_pd *pd,
 			  u32 offset, u32 len, int access, sroce_sgl_fn fn,
 			  void *ctx)
 {
+	struct sroce_sgl_range it = { sgl, num_sge, offset, len };
+	const struct sroce_sge *sge;
 	struct sroce_mr *mr;
-	u32 i, n;
+	u64 addr;
+	u32 n;
 	int err;
 
-	for (i = 0; i < num_sge && len; i++) {
-		if (offset >= sgl[i].length) {
-			offset -= sgl[i].length;
-			continue;
-		}
-		n = min(len, sgl[i].length - offset);
-		mr = sroce_mr_get(sdev, pd, sgl[i].lkey, sgl[i].addr + offset,
-				  n, access);
+	while ((sge = sroce_sgl_next(&it, &addr, &n))) {
+		mr = sroce_mr_get(sdev, pd, sge->lkey, addr, n, access);
 		if (!mr)
 			return -EACCES;
-		err = fn(mr, sgl[i].addr + offset, n, ctx);
+		err = fn(mr, addr, n, ctx);
 		sroce_mr_put(mr);
 		if (err)
 			return err;
-		len -= n;
-		offset = 0;
 	}
-	return len ? -EMSGSIZE : 0;
+	return it.len ? -EMSGSIZE : 0;
+}
+
+int sroce_sgl_hold(struct sroce_sgl_mrs *m, struct sroce_dev *sdev,
+		   struct ib_pd *pd, const struct sroce_sge *sgl, u32 num_sge,
+		   u32 offset, u32 len)
+{
+	struct sroce_sgl_range it = { sgl, num_sge, offset, len };
+	const struct sroce_sge *sge;
+	struct sroce_mr *mr;
+	u64 addr;
+	u32 n;
+
+	m->range = it;
+	m->n = 0;
+	while ((sge = sroce_sgl_next(&it, &addr, &n))) {
+		/* never more pieces than SGEs: post_send checked max_sge */
+		mr = m->n < ARRAY_SIZE(m->mr) ?
+		     sroce_mr_get(sdev, pd, sge->lkey, addr, n, 0) : NULL;
+		if (!mr) {
+			sroce_sgl_release(m);
+			return -EACCES;
+		}
+		m->mr[m->n++] = mr;
+	}
+	if (it.len) {
+		sroce_sgl_release(m);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+void sroce_sgl_release(struct sroce_sgl_mrs *m)
+{
+	while (m->n)
+		sroce_mr_put(m->mr[--m->n]);
+}
+
+/* sroce_sgl_walk() over the MRs @m holds: the same pieces, no lookups. */
+static int sroce_sgl_walk_held(const struct sroce_sgl_mrs *m,
+			       sroce_sgl_fn fn, void *ctx)
+{
+	struct sroce_sgl_range it = m->range;
+	u32 i = 0, n;
+	u64 addr;
+	int err;
+
+	while (i < m->n && sroce_sgl_next(&it, &addr, &n)) {
+		err = fn(m->mr[i++], addr, n, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 struct sroce_sgl_skb_ctx {
@@ -1004,14 +1106,12 @@ int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,
 			      sroce_sgl_ready_fn, &access);
 }
 
-int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
-			 const struct sroce_sge *sgl, u32 num_sge, u32 offset,
-			 struct sk_buff *skb, u32 len, bool zcopy)
+int sroce_sgl_append_skb(const struct sroce_sgl_mrs *m, struct sk_buff *skb,
+			 bool zcopy)
 {
 	struct sroce_sgl_skb_ctx c = { .skb = skb, .zcopy = zcopy };
 
-	return sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len, 0,
-			      sroce_sgl_append_fn, &c);
+	return sroce_sgl_walk_held(m, sroce_sgl_append_fn, &c);
 }
 
 static int sroce_sgl_frags_fn(struct sroce_mr *mr, u64 addr, u32 len,
@@ -1021,14 +1121,10 @@ static int sroce_sgl_frags_fn(struct sroce_mr *mr, u64 addr, u32 len,
 	return 0;
 }
 
-int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
-		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
-		    u32 len)
+unsigned int sroce_sgl_frags(const struct sroce_sgl_mrs *m)
 {
 	unsigned int frags = 0;
-	int err;
 
-	err = sroce_sgl_walk(sdev, pd, sgl, num_sge, offset, len, 0,
-			     sroce_sgl_frags_fn, &frags);
-	return err ? err : frags;
+	sroce_sgl_walk_held(m, sroce_sgl_frags_fn, &frags);
+	return frags;
 }

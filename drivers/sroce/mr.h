@@ -31,6 +31,8 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
 
+#include "sroce.h"
+
 struct sk_buff;
 struct scatterlist;
 struct sroce_dev;
@@ -148,7 +150,9 @@ struct sroce_mr {
 	 * for the duration of a copy) before unpinning; the struct itself is
 	 * freed after an RCU grace period. A reregistration hands the key's
 	 * slot to a successor; the old MR keeps its initial reference until
-	 * its own dereg, which leaves the slot alone.
+	 * its own dereg, which leaves the slot alone. Either way the MR has
+	 * left the slot before the count can reach zero, so a lookup that
+	 * finds it at zero reads the slot again (the successor's, or empty).
 	 */
 	refcount_t ref;
 	struct completion released;
@@ -281,7 +285,8 @@ int sroce_mr_write_skb(struct sroce_mr *mr, u64 iova,
  * Append @len bytes of the MR at @iova to the payload of @skb: referenced
  * as page frags (zero copy) when the skb has frag slots left and @zcopy is
  * set, copied into its tail room otherwise. The caller sized the linear
- * part for the copy case.
+ * part for the copy case; a copy finding no room there (or the skb holding
+ * frags already) fails with -EMSGSIZE, as does running out of frag slots.
  */
 int sroce_mr_append_skb(struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 			u32 len, bool zcopy);
@@ -320,17 +325,46 @@ int sroce_sgl_write_skb(struct sroce_dev *sdev, struct ib_pd *pd,
 int sroce_sgl_write(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
 		    const void *src, u32 len);
-int sroce_sgl_append_skb(struct sroce_dev *sdev, struct ib_pd *pd,
-			 const struct sroce_sge *sgl, u32 num_sge, u32 offset,
-			 struct sk_buff *skb, u32 len, bool zcopy);
+
+/* [offset, offset + len) of an SGE list (a cursor while it is walked). */
+struct sroce_sgl_range {
+	const struct sroce_sge *sgl;
+	u32 num_sge;
+	u32 offset;
+	u32 len;
+};
 
 /*
- * Page references a zero-copy append of [offset, offset + len) would take
- * (an upper bound), or a negative errno as above.
+ * The MRs of one packet's payload, each looked up once and held while the
+ * packet is sized and filled: a reregistration may put another MR behind
+ * a key in between, and the MR's type decides zero copy, so the room the
+ * skb needs (an skb sized for page frags has none for a copy). On the
+ * caller's stack: no allocation per packet.
  */
-int sroce_sgl_frags(struct sroce_dev *sdev, struct ib_pd *pd,
-		    const struct sroce_sge *sgl, u32 num_sge, u32 offset,
-		    u32 len);
+struct sroce_sgl_mrs {
+	struct sroce_sgl_range range;
+	u32 n;				/* held: one per SGE the range spans */
+	struct sroce_mr *mr[SROCE_MAX_SGE];
+};
+
+/*
+ * Look up the MRs of [offset, offset + len) of an SGE list for a local
+ * read into @m: 0, -EACCES or -EMSGSIZE as above (nothing held then).
+ * sroce_sgl_release() drops them.
+ */
+int sroce_sgl_hold(struct sroce_sgl_mrs *m, struct sroce_dev *sdev,
+		   struct ib_pd *pd, const struct sroce_sge *sgl, u32 num_sge,
+		   u32 offset, u32 len);
+void sroce_sgl_release(struct sroce_sgl_mrs *m);
+/* Page references a zero-copy append of @m would take (an upper bound). */
+unsigned int sroce_sgl_frags(const struct sroce_sgl_mrs *m);
+/*
+ * Append the payload @m holds to @skb (sroce_mr_append_skb()): @zcopy
+ * only if sroce_sgl_frags() allows it, else the skb has linear room for
+ * all of it. 0, -EACCES, -EMSGSIZE or -EAGAIN as above.
+ */
+int sroce_sgl_append_skb(const struct sroce_sgl_mrs *m, struct sk_buff *skb,
+			 bool zcopy);
 
 /*
  * Are the ODP pages at the start of [iova, iova + len) (a whole SGE list)

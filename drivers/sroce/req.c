@@ -570,29 +570,29 @@ struct sroce_req_pkt {
 	u32 payload;
 };
 
-/* Payload from the WQE's SGEs: by page reference when worthwhile. */
+/*
+ * Payload from the WQE's SGEs: by page reference when worthwhile. Each
+ * lkey is looked up once for both the skb's size and its filling.
+ */
 static int sroce_req_fill_sgl(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			      struct sroce_req_pkt *p, struct sk_buff **skbp,
 			      unsigned int hdr_len)
 {
-	struct sroce_sge *sgl = sroce_swqe_sgl(wqe);
-	bool zcopy = false;
-	int frags, err;
+	struct sroce_sgl_mrs mrs;
+	bool zcopy;
+	int err;
 
-	if (p->payload >= SROCE_ZCOPY_MIN && sroce_qp_is_rc(qp) &&
-	    sroce_net_zcopy(qp->sdev)) {
-		frags = sroce_sgl_frags(qp->sdev, qp->ibqp.pd, sgl,
-					wqe->num_sge, p->offset, p->payload);
-		if (frags < 0)
-			return frags;
-		zcopy = frags < MAX_SKB_FRAGS;
-	}
+	err = sroce_sgl_hold(&mrs, qp->sdev, qp->ibqp.pd, sroce_swqe_sgl(wqe),
+			     wqe->num_sge, p->offset, p->payload);
+	if (err)
+		return err;
+	zcopy = p->payload >= SROCE_ZCOPY_MIN && sroce_qp_is_rc(qp) &&
+		sroce_net_zcopy(qp->sdev) &&
+		sroce_sgl_frags(&mrs) < MAX_SKB_FRAGS;
 	*skbp = sroce_net_alloc_skb(qp->sdev, p->av, hdr_len,
 				    zcopy ? 0 : p->payload, GFP_ATOMIC);
-	if (!*skbp)
-		return -ENOMEM;
-	err = sroce_sgl_append_skb(qp->sdev, qp->ibqp.pd, sgl, wqe->num_sge,
-				   p->offset, *skbp, p->payload, zcopy);
+	err = *skbp ? sroce_sgl_append_skb(&mrs, *skbp, zcopy) : -ENOMEM;
+	sroce_sgl_release(&mrs);
 	if (err) {
 		kfree_skb(*skbp);
 		*skbp = NULL;
