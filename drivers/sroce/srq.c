@@ -39,20 +39,24 @@ int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
 	slot = sroce_queue_slot(&rq->queue, rq->consumer);
 	wqe->wr_id = READ_ONCE(slot->wr_id);
 	num_sge = READ_ONCE(slot->num_sge);
-	/* a bad WQE is consumed: it would stop every QP of the SRQ */
-	rq->consumer++;
-	sroce_queue_publish_consumer(&rq->queue, rq->consumer);
 	if (num_sge > rq->max_sge) {
 		err = -EIO;
-		goto out;
+		goto consume;
 	}
 	memcpy(wqe->sge, (const u8 *)slot + SROCE_RECV_WQE_HDR_SIZE,
 	       num_sge * sizeof(struct sroce_sge));
 	len = sroce_sgl_length(wqe->sge, num_sge);
-	if (len < 0) {
+	if (len < 0)
 		err = -EIO;
+consume:
+	/*
+	 * Consumed once copied (the producer may reuse the slot from here),
+	 * a bad WQE too: it would stop every QP of the SRQ.
+	 */
+	rq->consumer++;
+	sroce_queue_publish_consumer(&rq->queue, rq->consumer);
+	if (err)
 		goto out;
-	}
 	wqe->num_sge = num_sge;
 	wqe->length = len;
 	wqe->index = rq->consumer - 1;
