@@ -399,6 +399,20 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
  */
 int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 		  struct sroce_comp_notify *n);
+/*
+ * What a QP's RQ and an SRQ share (qp.c). sroce_rwqe_copy() copies the
+ * posted receive WQE at ring counter @index of @rq into @wqe and
+ * validates it: 0 or -EIO (user space corrupted it); the caller holds the
+ * consumer side's lock and checked that the WQE is posted.
+ * sroce_rq_post_kernel() writes a kernel consumer's chain of receive WRs
+ * into @rq's ring and publishes them, under the lock of rq->kproducer:
+ * 0, or -EINVAL (too many SGEs) or -ENOMEM (ring full) for *bad_wr, the
+ * first WR not posted.
+ */
+int sroce_rwqe_copy(const struct sroce_rq *rq, u32 index,
+		    struct sroce_rwqe *wqe);
+int sroce_rq_post_kernel(struct sroce_rq *rq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
 bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 		       const struct sroce_cqe *cqe, bool solicited,
 		       struct sroce_comp_notify *n);
