@@ -343,6 +343,8 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq_post_lock);
 	spin_lock_init(&qp->rq_lock);
 	spin_lock_init(&qp->rq_post_lock);
+	spin_lock_init(&qp->mw_lock);
+	INIT_LIST_HEAD(&qp->mw_list);
 	err = sroce_req_init(qp);
 	if (err)
 		goto err_uncharge;
@@ -463,7 +465,7 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	sroce_rq_unbind(qp);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	sroce_mw_qp_destroyed(sdev, ibqp);
+	sroce_mw_qp_destroyed(ibqp);
 	sroce_req_cleanup(qp);
 	sroce_resp_cleanup(qp);
 	/* nothing reads the path any more: see above */

@@ -7,6 +7,7 @@
 #ifndef SROCE_QP_H
 #define SROCE_QP_H
 
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
@@ -304,6 +305,16 @@ struct sroce_qp {
 
 	/* Multicast groups attached (UD); under sdev->mcast.lock. */
 	unsigned int mcast_num;
+
+	/*
+	 * Type 2 memory windows bound through this QP (struct sroce_mw's
+	 * qp_entry), so that destroy frees them without walking every key.
+	 * A window joins at its bind and leaves when unbound (invalidation,
+	 * dealloc, this QP's destruction) with its own lock held: mw_lock
+	 * nests inside every window's lock and nothing nests inside it.
+	 */
+	spinlock_t mw_lock;
+	struct list_head mw_list;
 };
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
