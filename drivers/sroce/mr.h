@@ -183,6 +183,7 @@ int sroce_key_insert(struct sroce_dev *sdev, void *entry, u32 *index);
 enum sroce_mw_state {
 	SROCE_MW_FREE,		/* type 2: not bound, no access */
 	SROCE_MW_VALID,		/* type 1 always; type 2 once bound */
+	SROCE_MW_DEAD,		/* being deallocated: binds fail */
 };
 
 /*
@@ -208,7 +209,12 @@ struct sroce_mw {
 	u64 addr;
 	u64 length;
 	struct sroce_mr *mr;
-	struct ib_qp *qp;	/* type 2: the QP it is bound through */
+	/*
+	 * Type 2: the QP it is bound through, on whose mw_list it is
+	 * (qp_entry, changed under that QP's mw_lock as well).
+	 */
+	struct ib_qp *qp;
+	struct list_head qp_entry;
 	spinlock_t lock;	/* the fields above */
 
 	/*
@@ -250,7 +256,7 @@ enum ib_wc_status sroce_key_local_inv(struct sroce_dev *sdev,
 int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd,
 			 struct ib_qp *qp, u32 key);
 /* @qp is being destroyed: free the type 2 windows bound through it. */
-void sroce_mw_qp_destroyed(struct sroce_dev *sdev, struct ib_qp *qp);
+void sroce_mw_qp_destroyed(struct ib_qp *qp);
 
 int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int sroce_dealloc_mw(struct ib_mw *ibmw);

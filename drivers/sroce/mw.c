@@ -5,14 +5,17 @@
  * associated with that QP. A remote access with a window's rkey is checked
  * against the window (PD, QP for type 2, range, access), then reaches the
  * memory of the MR it is bound to. Locking and lifetime: struct sroce_mw
- * and struct sroce_mr (mr.h); lock order: mw->lock, then mr->lock.
+ * and struct sroce_mr (mr.h); lock order: mw->lock, then mr->lock or the
+ * mw_lock of the QP a type 2 window is bound through (struct sroce_qp).
  */
 
+#include <linux/list.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
 
 #include "sroce.h"
 #include "mr.h"
+#include "qp.h"
 
 /* Access rights a bind may grant. */
 #define SROCE_MW_ACCESS \
@@ -51,11 +54,29 @@ static void sroce_mw_put(struct sroce_mw *mw)
 		complete(&mw->released);
 }
 
+/* A type 2 window joins the list of the QP it is bound through (mw->lock). */
+static void sroce_mw_link_qp(struct sroce_mw *mw, struct ib_qp *ibqp)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	mw->qp = ibqp;
+	spin_lock(&qp->mw_lock);
+	list_add_tail(&mw->qp_entry, &qp->mw_list);
+	spin_unlock(&qp->mw_lock);
+}
+
 /* Unbind (mw->lock held); the caller then releases the MR it returns. */
 static struct sroce_mr *sroce_mw_unbind(struct sroce_mw *mw)
 {
 	struct sroce_mr *mr = mw->mr;
+	struct sroce_qp *qp;
 
+	if (mw->qp) {
+		qp = to_sqp(mw->qp);
+		spin_lock(&qp->mw_lock);
+		list_del(&mw->qp_entry);
+		spin_unlock(&qp->mw_lock);
+	}
 	mw->mr = NULL;
 	mw->addr = 0;
 	mw->length = 0;
@@ -112,15 +133,20 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
 	unsigned long flags;
 
 	xa_erase(&sdev->mr_xa, READ_ONCE(mw->key) >> 8);
+	/*
+	 * Unbound and dead before the initial reference goes: a window on a
+	 * QP's list is referenced (sroce_mw_qp_destroyed() relies on it) and
+	 * a bind that found it before the erase fails.
+	 */
+	spin_lock_irqsave(&mw->lock, flags);
+	mr = sroce_mw_unbind(mw);
+	mw->state = SROCE_MW_DEAD;
+	spin_unlock_irqrestore(&mw->lock, flags);
+	sroce_mw_release_mr(mr);
 	/* the core frees ibmw when we return: no lookup may still see it */
 	synchronize_rcu();
 	sroce_mw_put(mw);
 	wait_for_completion(&mw->released);
-
-	spin_lock_irqsave(&mw->lock, flags);
-	mr = sroce_mw_unbind(mw);
-	spin_unlock_irqrestore(&mw->lock, flags);
-	sroce_mw_release_mr(mr);
 	sroce_obj_uncharge(&sdev->limits, mw->user, SROCE_OBJ_MW);
 	return 0;
 }
@@ -171,7 +197,8 @@ enum ib_wc_status sroce_mw_bind(struct sroce_dev *sdev, struct ib_qp *qp,
 	}
 
 	spin_lock_irqsave(&mw->lock, flags);
-	if (mw->key != mw_rkey || (type2 && mw->state != SROCE_MW_FREE))
+	if (mw->key != mw_rkey ||
+	    mw->state != (type2 ? SROCE_MW_FREE : SROCE_MW_VALID))
 		goto out_unlock;
 	if (mr) {
 		spin_lock(&mr->lock);
@@ -187,7 +214,8 @@ enum ib_wc_status sroce_mw_bind(struct sroce_dev *sdev, struct ib_qp *qp,
 	mw->addr = addr;
 	mw->length = length;
 	mw->access = access;
-	mw->qp = type2 ? qp : NULL;
+	if (type2)
+		sroce_mw_link_qp(mw, qp);
 	mw->key = new_rkey;
 	mw->state = SROCE_MW_VALID;
 	status = IB_WC_SUCCESS;
@@ -257,40 +285,36 @@ int sroce_key_remote_inv(struct sroce_dev *sdev, struct ib_pd *pd,
 
 /*
  * The QP has no users left (sroce_destroy_qp), so no bind through it can
- * run any more: free the type 2 windows it bound. Walks the key table, a
- * slow path like the destruction itself.
+ * run any more and its list only shrinks: free the type 2 windows on it.
+ * A window on the list holds its initial reference (dealloc unbinds
+ * first), which keeps it while the QP's lock is dropped for its own.
  */
-void sroce_mw_qp_destroyed(struct sroce_dev *sdev, struct ib_qp *qp)
+void sroce_mw_qp_destroyed(struct ib_qp *ibqp)
 {
-	struct sroce_mw *mw, *found;
+	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_mr *mr;
-	unsigned long index = 0, flags;
-	void *entry;
+	struct sroce_mw *mw;
+	unsigned long flags;
 
 	for (;;) {
-		found = NULL;
-		rcu_read_lock();
-		xa_for_each_start(&sdev->mr_xa, index, entry, index) {
-			mw = sroce_key_mw(entry);
-			if (mw && READ_ONCE(mw->qp) == qp &&
-			    refcount_inc_not_zero(&mw->ref)) {
-				found = mw;
-				break;
-			}
-		}
-		rcu_read_unlock();
-		if (!found)
+		spin_lock_irqsave(&qp->mw_lock, flags);
+		mw = list_first_entry_or_null(&qp->mw_list, struct sroce_mw,
+					      qp_entry);
+		if (mw)
+			refcount_inc(&mw->ref);
+		spin_unlock_irqrestore(&qp->mw_lock, flags);
+		if (!mw)
 			return;
-		spin_lock_irqsave(&found->lock, flags);
+		spin_lock_irqsave(&mw->lock, flags);
 		mr = NULL;
-		if (found->qp == qp) {
-			mr = sroce_mw_unbind(found);
-			found->state = SROCE_MW_FREE;
+		/* or an invalidation or dealloc took it off meanwhile */
+		if (mw->qp == ibqp) {
+			mr = sroce_mw_unbind(mw);
+			mw->state = SROCE_MW_FREE;
 		}
-		spin_unlock_irqrestore(&found->lock, flags);
+		spin_unlock_irqrestore(&mw->lock, flags);
 		sroce_mw_release_mr(mr);
-		sroce_mw_put(found);
-		index++;
+		sroce_mw_put(mw);
 	}
 }
 

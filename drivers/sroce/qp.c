@@ -345,6 +345,8 @@ static int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq_post_lock);
 	spin_lock_init(&qp->rq_lock);
 	spin_lock_init(&qp->rq_post_lock);
+	spin_lock_init(&qp->mw_lock);
+	INIT_LIST_HEAD(&qp->mw_list);
 	err = sroce_req_init(qp);
 	if (err)
 		goto err_uncharge;
@@ -465,7 +467,7 @@ static int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	sroce_rq_unbind(qp);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	sroce_mw_qp_destroyed(sdev, ibqp);
+	sroce_mw_qp_destroyed(ibqp);
 	sroce_req_cleanup(qp);
 	sroce_resp_cleanup(qp);
 	/* nothing reads the path any more: see above */
@@ -922,14 +924,35 @@ out:
 	return err;
 }
 
+int sroce_rwqe_copy(const struct sroce_rq *rq, u32 index,
+		    struct sroce_rwqe *wqe)
+{
+	const struct sroce_recv_wqe *slot = sroce_queue_slot(&rq->queue, index);
+	u32 num_sge;
+	int len;
+
+	wqe->wr_id = READ_ONCE(slot->wr_id);
+	num_sge = READ_ONCE(slot->num_sge);
+	if (num_sge > rq->max_sge)
+		return -EIO;
+	memcpy(wqe->sge, (const u8 *)slot + SROCE_RECV_WQE_HDR_SIZE,
+	       num_sge * sizeof(struct sroce_sge));
+	len = sroce_sgl_length(wqe->sge, num_sge);
+	if (len < 0)
+		return -EIO;
+	wqe->num_sge = num_sge;
+	wqe->length = len;
+	wqe->index = index;
+	return 0;
+}
+
 int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 		  struct sroce_comp_notify *n)
 {
 	struct sroce_rq *rq = &qp->rq;
-	const struct sroce_recv_wqe *slot;
 	unsigned long flags;
-	u32 prod, num_sge;
-	int len, err = 0;
+	int err = 0;
+	u32 prod;
 
 	if (sroce_qp_srq_like(qp))
 		return sroce_rq_peek_srq(qp, wqe, n);
@@ -943,23 +966,7 @@ int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 		err = -EIO;
 		goto out;
 	}
-	slot = sroce_queue_slot(&rq->queue, rq->consumer);
-	wqe->wr_id = READ_ONCE(slot->wr_id);
-	num_sge = READ_ONCE(slot->num_sge);
-	if (num_sge > rq->max_sge) {
-		err = -EIO;
-		goto out;
-	}
-	memcpy(wqe->sge, (const u8 *)slot + SROCE_RECV_WQE_HDR_SIZE,
-	       num_sge * sizeof(struct sroce_sge));
-	len = sroce_sgl_length(wqe->sge, num_sge);
-	if (len < 0) {
-		err = -EIO;
-		goto out;
-	}
-	wqe->num_sge = num_sge;
-	wqe->length = len;
-	wqe->index = rq->consumer;
+	err = sroce_rwqe_copy(rq, rq->consumer, wqe);
 out:
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	return err;
@@ -995,10 +1002,9 @@ bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 	return done;
 }
 
-/* Kernel consumers' receive WQE into the ring (rq_post_lock held). */
-static int sroce_post_one_recv(struct sroce_qp *qp, const struct ib_recv_wr *wr)
+/* One kernel consumer's receive WQE into @rq's ring, not published yet. */
+static int sroce_rq_post_one(struct sroce_rq *rq, const struct ib_recv_wr *wr)
 {
-	struct sroce_rq *rq = &qp->rq;
 	struct sroce_recv_wqe *slot;
 	struct sroce_sge *sge;
 	int i;
@@ -1021,6 +1027,22 @@ static int sroce_post_one_recv(struct sroce_qp *qp, const struct ib_recv_wr *wr)
 	return 0;
 }
 
+int sroce_rq_post_kernel(struct sroce_rq *rq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr)
+{
+	int err = 0;
+
+	for (; wr; wr = wr->next) {
+		err = sroce_rq_post_one(rq, wr);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	sroce_queue_publish_producer(&rq->queue, rq->kproducer);
+	return err;
+}
+
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
@@ -1038,14 +1060,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return -EINVAL;
 	}
 	spin_lock_irqsave(&qp->rq_post_lock, flags);
-	for (; wr; wr = wr->next) {
-		err = sroce_post_one_recv(qp, wr);
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-	}
-	sroce_queue_publish_producer(&qp->rq.queue, qp->rq.kproducer);
+	err = sroce_rq_post_kernel(&qp->rq, wr, bad_wr);
 	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
 
 	if (sroce_qp_state(qp) == IB_QPS_ERR) {

@@ -7,6 +7,7 @@
 #ifndef SROCE_QP_H
 #define SROCE_QP_H
 
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/refcount.h>
@@ -321,6 +322,16 @@ struct sroce_qp {
 
 	/* Multicast groups attached (UD); under sdev->mcast.lock. */
 	unsigned int mcast_num;
+
+	/*
+	 * Type 2 memory windows bound through this QP (struct sroce_mw's
+	 * qp_entry), so that destroy frees them without walking every key.
+	 * A window joins at its bind and leaves when unbound (invalidation,
+	 * dealloc, this QP's destruction) with its own lock held: mw_lock
+	 * nests inside every window's lock and nothing nests inside it.
+	 */
+	spinlock_t mw_lock;
+	struct list_head mw_list;
 };
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
@@ -416,6 +427,20 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
  */
 int sroce_rq_peek(struct sroce_qp *qp, struct sroce_rwqe *wqe,
 		  struct sroce_comp_notify *n);
+/*
+ * What a QP's RQ and an SRQ share (qp.c). sroce_rwqe_copy() copies the
+ * posted receive WQE at ring counter @index of @rq into @wqe and
+ * validates it: 0 or -EIO (user space corrupted it); the caller holds the
+ * consumer side's lock and checked that the WQE is posted.
+ * sroce_rq_post_kernel() writes a kernel consumer's chain of receive WRs
+ * into @rq's ring and publishes them, under the lock of rq->kproducer:
+ * 0, or -EINVAL (too many SGEs) or -ENOMEM (ring full) for *bad_wr, the
+ * first WR not posted.
+ */
+int sroce_rwqe_copy(const struct sroce_rq *rq, u32 index,
+		    struct sroce_rwqe *wqe);
+int sroce_rq_post_kernel(struct sroce_rq *rq, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
 bool sroce_rq_complete(struct sroce_qp *qp, const struct sroce_rwqe *wqe,
 		       const struct sroce_cqe *cqe, bool solicited,
 		       struct sroce_comp_notify *n);

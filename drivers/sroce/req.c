@@ -500,46 +500,50 @@ int sroce_sq_fetch(struct sroce_qp *qp)
 
 /* ---- packets ---- */
 
+/* A packet's place in its message: the index of sroce_req_opcodes[][]. */
+#define SROCE_PKT_FIRST	BIT(0)
+#define SROCE_PKT_LAST	BIT(1)
+
+/*
+ * RC opcode of a request packet by the work request's opcode and the
+ * packet's place (middle, first, last, only); READ and atomic requests
+ * are single packets. Only the opcodes that send packets
+ * (sroce_opcode_ok()) reach it: local WQEs never do.
+ */
+static const u8 sroce_req_opcodes[][4] = {
+	[IB_WR_SEND] = {
+		SROCE_OP_RC_SEND_MIDDLE, SROCE_OP_RC_SEND_FIRST,
+		SROCE_OP_RC_SEND_LAST, SROCE_OP_RC_SEND_ONLY,
+	},
+	[IB_WR_SEND_WITH_IMM] = {
+		SROCE_OP_RC_SEND_MIDDLE, SROCE_OP_RC_SEND_FIRST,
+		SROCE_OP_RC_SEND_LAST_WITH_IMM, SROCE_OP_RC_SEND_ONLY_WITH_IMM,
+	},
+	[IB_WR_SEND_WITH_INV] = {
+		SROCE_OP_RC_SEND_MIDDLE, SROCE_OP_RC_SEND_FIRST,
+		SROCE_OP_RC_SEND_LAST_WITH_INV, SROCE_OP_RC_SEND_ONLY_WITH_INV,
+	},
+	[IB_WR_RDMA_WRITE] = {
+		SROCE_OP_RC_RDMA_WRITE_MIDDLE, SROCE_OP_RC_RDMA_WRITE_FIRST,
+		SROCE_OP_RC_RDMA_WRITE_LAST, SROCE_OP_RC_RDMA_WRITE_ONLY,
+	},
+	[IB_WR_RDMA_WRITE_WITH_IMM] = {
+		SROCE_OP_RC_RDMA_WRITE_MIDDLE, SROCE_OP_RC_RDMA_WRITE_FIRST,
+		SROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMM,
+		SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMM,
+	},
+	[IB_WR_RDMA_READ] = { [0 ... 3] = SROCE_OP_RC_RDMA_READ_REQUEST },
+	[IB_WR_ATOMIC_CMP_AND_SWP] = { [0 ... 3] = SROCE_OP_RC_COMPARE_SWAP },
+	[IB_WR_ATOMIC_FETCH_AND_ADD] = { [0 ... 3] = SROCE_OP_RC_FETCH_ADD },
+	[SROCE_WR_ATOMIC_WRITE] = { [0 ... 3] = SROCE_OP_RC_ATOMIC_WRITE },
+	[SROCE_WR_FLUSH] = { [0 ... 3] = SROCE_OP_RC_FLUSH },
+};
+
 static u8 sroce_req_opcode(const struct sroce_swqe *wqe, bool first,
 			   bool last)
 {
-	switch (wqe->opcode) {
-	case IB_WR_SEND:
-		return first ? (last ? SROCE_OP_RC_SEND_ONLY :
-				SROCE_OP_RC_SEND_FIRST) :
-			(last ? SROCE_OP_RC_SEND_LAST :
-			 SROCE_OP_RC_SEND_MIDDLE);
-	case IB_WR_SEND_WITH_IMM:
-		return first ? (last ? SROCE_OP_RC_SEND_ONLY_WITH_IMM :
-				SROCE_OP_RC_SEND_FIRST) :
-			(last ? SROCE_OP_RC_SEND_LAST_WITH_IMM :
-			 SROCE_OP_RC_SEND_MIDDLE);
-	case IB_WR_SEND_WITH_INV:
-		return first ? (last ? SROCE_OP_RC_SEND_ONLY_WITH_INV :
-				SROCE_OP_RC_SEND_FIRST) :
-			(last ? SROCE_OP_RC_SEND_LAST_WITH_INV :
-			 SROCE_OP_RC_SEND_MIDDLE);
-	case IB_WR_RDMA_WRITE:
-		return first ? (last ? SROCE_OP_RC_RDMA_WRITE_ONLY :
-				SROCE_OP_RC_RDMA_WRITE_FIRST) :
-			(last ? SROCE_OP_RC_RDMA_WRITE_LAST :
-			 SROCE_OP_RC_RDMA_WRITE_MIDDLE);
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return first ? (last ? SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMM :
-				SROCE_OP_RC_RDMA_WRITE_FIRST) :
-			(last ? SROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMM :
-			 SROCE_OP_RC_RDMA_WRITE_MIDDLE);
-	case IB_WR_RDMA_READ:
-		return SROCE_OP_RC_RDMA_READ_REQUEST;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-		return SROCE_OP_RC_COMPARE_SWAP;
-	case SROCE_WR_ATOMIC_WRITE:
-		return SROCE_OP_RC_ATOMIC_WRITE;
-	case SROCE_WR_FLUSH:
-		return SROCE_OP_RC_FLUSH;
-	default:
-		return SROCE_OP_RC_FETCH_ADD;
-	}
+	return sroce_req_opcodes[wqe->opcode][(first ? SROCE_PKT_FIRST : 0) |
+					      (last ? SROCE_PKT_LAST : 0)];
 }
 
 /* Transport bits of the opcode for the QP type (RC opcodes are 0x00..). */

@@ -21,10 +21,9 @@ int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
 		   bool *limit_hit)
 {
 	struct sroce_rq *rq = &srq->rq;
-	const struct sroce_recv_wqe *slot;
 	unsigned long flags;
-	u32 prod, num_sge;
-	int len, err = 0;
+	int err = 0;
+	u32 prod;
 
 	spin_lock_irqsave(&srq->lock, flags);
 	prod = sroce_queue_load_producer(&rq->queue);
@@ -36,26 +35,15 @@ int sroce_srq_take(struct sroce_srq *srq, struct sroce_rwqe *wqe,
 		err = -EIO;
 		goto out;
 	}
-	slot = sroce_queue_slot(&rq->queue, rq->consumer);
-	wqe->wr_id = READ_ONCE(slot->wr_id);
-	num_sge = READ_ONCE(slot->num_sge);
-	/* a bad WQE is consumed: it would stop every QP of the SRQ */
+	err = sroce_rwqe_copy(rq, rq->consumer, wqe);
+	/*
+	 * Consumed once copied (the producer may reuse the slot from here),
+	 * a bad WQE too: it would stop every QP of the SRQ.
+	 */
 	rq->consumer++;
 	sroce_queue_publish_consumer(&rq->queue, rq->consumer);
-	if (num_sge > rq->max_sge) {
-		err = -EIO;
+	if (err)
 		goto out;
-	}
-	memcpy(wqe->sge, (const u8 *)slot + SROCE_RECV_WQE_HDR_SIZE,
-	       num_sge * sizeof(struct sroce_sge));
-	len = sroce_sgl_length(wqe->sge, num_sge);
-	if (len < 0) {
-		err = -EIO;
-		goto out;
-	}
-	wqe->num_sge = num_sge;
-	wqe->length = len;
-	wqe->index = rq->consumer - 1;
 	if (srq->limit && prod - rq->consumer < srq->limit) {
 		srq->limit = 0;
 		*limit_hit = true;
@@ -256,42 +244,15 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr)
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
-	struct sroce_rq *rq = &srq->rq;
-	struct sroce_recv_wqe *slot;
-	struct sroce_sge *sge;
 	unsigned long flags;
-	int i, err = 0;
+	int err;
 
 	if (srq->is_user) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
 	spin_lock_irqsave(&srq->post_lock, flags);
-	for (; wr; wr = wr->next) {
-		if (wr->num_sge > rq->max_sge) {
-			err = -EINVAL;
-			break;
-		}
-		if (rq->kproducer - sroce_queue_load_consumer(&rq->queue) >=
-		    rq->queue.num_entries) {
-			err = -ENOMEM;
-			break;
-		}
-		slot = sroce_queue_slot(&rq->queue, rq->kproducer);
-		slot->wr_id = wr->wr_id;
-		slot->num_sge = wr->num_sge;
-		sge = (struct sroce_sge *)((u8 *)slot +
-					   SROCE_RECV_WQE_HDR_SIZE);
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		rq->kproducer++;
-	}
-	if (err)
-		*bad_wr = wr;
-	sroce_queue_publish_producer(&rq->queue, rq->kproducer);
+	err = sroce_rq_post_kernel(&srq->rq, wr, bad_wr);
 	spin_unlock_irqrestore(&srq->post_lock, flags);
 	return err;
 }

@@ -26,16 +26,33 @@
  *  8. a bound window can be deallocated; LOCAL_INV of a type 1 window
  *     fails (IBV_WC_LOC_QP_OP_ERR).
  *  9. binding to an MR without IBV_ACCESS_MW_BIND: IBV_WC_MW_BIND_ERR.
+ * 10. type 2 windows bound through a second QP of the owner: one
+ *     deallocated, one invalidated, one left bound; that QP is destroyed.
+ *     A window bound through the session's QP still reads; a READ with
+ *     the key of the one left bound fails. On an sroce owner that window
+ *     and the invalidated one are free again: a new session binds them
+ *     and the accessor reads through the first.
  *  Then the MR deregisters (no window holds it any more).
  *
  * On an sroce owner the port counters must have moved by exactly the
  * binds, invalidations and error NAKs above. Exits non-zero on any failed
  * check; the last line is "mw: ... 0 failures: PASS".
+ *
+ *   sroce-mw -d DEV -g GIDX -T QPS:MRS
+ *
+ * alone, times the exit of a process holding many objects: a child
+ * registers MRS MRs and creates QPS RC QPs, binds type 2 windows through
+ * some of them, destroys half of those QPs, checks that their windows
+ * were freed (each binds again through another QP) and that the others
+ * were not (each is invalidated and bound again), and exits. Destroying a
+ * QP once cost a walk of every key: the exit's duration is printed (not
+ * checked), then "mw-teardown: ... 0 failures: PASS".
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -53,6 +70,8 @@ static int gidx, sock = -1;
 static const char *devname;
 static unsigned int rxe_bugs;
 static bool owner_rxe;
+/* where the session's QP sends: a second QP of the owner goes there too */
+static struct qp_path peer_path;
 
 /*
  * rdma_rxe (6.1 and 6.12) as the window owner deviates in two places,
@@ -155,6 +174,7 @@ static void session(uint32_t step)
 	path.dqpn = peer.qpn;
 	memcpy(path.dgid.raw, peer.gid, 16);
 	connect_qp(qp, &path);
+	peer_path = path;
 	/* both QPs are in RTS before either sends */
 	put(step, 0, 0, 0);
 	get(step);
@@ -315,6 +335,27 @@ static void accessor(void)
 	get(8);
 	session(9);
 	get(9);
+
+	/* 10. windows of a destroyed QP */
+	session(10);
+	m = get(10);
+	memset(buf, 0, m.len);
+	wc = access_remote(IBV_WR_RDMA_READ, m.addr, m.rkey, m.len, 0);
+	expect(wc, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+	       "read through a window of a QP that lives");
+	CHECK(same(5, buf, m.len), "window of a QP that lives: data differs");
+	denied(10, IBV_WR_RDMA_READ, m.addr, m.old_rkey, 8,
+	       "read through a window of a destroyed QP");
+	if (owner_rxe)
+		return;
+	session(102);
+	m = get(102);
+	memset(buf, 0, m.len);
+	wc = access_remote(IBV_WR_RDMA_READ, m.addr, m.rkey, m.len, 0);
+	expect(wc, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+	       "read through a window freed by a QP's destruction");
+	CHECK(same(5, buf, m.len), "window bound again: data differs");
+	put(102, 0, 0, 0);
 }
 
 /* ---- the owner ---- */
@@ -334,39 +375,113 @@ static void bind1(struct ibv_mw *mw, struct ibv_mr *m, uint64_t addr,
 	expect(wait_wc(false), want, IBV_WC_BIND_MW, what);
 }
 
-static struct ibv_wc post_local(struct ibv_send_wr *wr)
+static struct ibv_wc post_local(struct ibv_qp *q, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
 
 	wr->send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(qp, wr, &bad))
+	if (ibv_post_send(q, wr, &bad))
 		die("ibv_post_send (local)");
 	return wait_wc(false);
 }
 
-static void bind2(struct ibv_mw *mw, uint64_t addr, uint32_t len)
+/* A type 2 bind of @mw to [addr, addr + len) of @m through @q. */
+static struct ibv_wc bind2_on(struct ibv_qp *q, struct ibv_mw *mw,
+			      struct ibv_mr *m, uint64_t addr, uint32_t len)
 {
 	struct ibv_send_wr wr = { .wr_id = 3, .opcode = IBV_WR_BIND_MW };
 	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct ibv_wc wc;
 
 	wr.bind_mw.mw = mw;
 	wr.bind_mw.rkey = rkey;
 	wr.bind_mw.bind_info = (struct ibv_mw_bind_info) {
-		.mr = mr, .addr = addr, .length = len,
+		.mr = m, .addr = addr, .length = len,
 		.mw_access_flags = IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_WRITE,
 	};
-	expect(post_local(&wr), IBV_WC_SUCCESS, IBV_WC_BIND_MW, "type 2 bind");
+	wc = post_local(q, &wr);
 	/* the consumer keeps a type 2 window's key */
-	mw->rkey = rkey;
+	if (wc.status == IBV_WC_SUCCESS)
+		mw->rkey = rkey;
+	return wc;
 }
 
-static struct ibv_wc local_inv(uint32_t rkey)
+static void bind2(struct ibv_mw *mw, uint64_t addr, uint32_t len)
+{
+	expect(bind2_on(qp, mw, mr, addr, len), IBV_WC_SUCCESS,
+	       IBV_WC_BIND_MW, "type 2 bind");
+}
+
+static struct ibv_wc local_inv_on(struct ibv_qp *q, uint32_t rkey)
 {
 	struct ibv_send_wr wr = { .wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
 				  .invalidate_rkey = rkey };
 
-	return post_local(&wr);
+	return post_local(q, &wr);
+}
+
+static struct ibv_wc local_inv(uint32_t rkey)
+{
+	return local_inv_on(qp, rkey);
+}
+
+static struct ibv_mw *alloc_mw2(void)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+
+	if (!mw)
+		die("ibv_alloc_mw type 2");
+	return mw;
+}
+
+/*
+ * 10. Windows bound through a second QP, which is then destroyed. Returns
+ * the windows left for the end: [0] bound through it, [1] invalidated,
+ * [2] bound through the session's QP.
+ */
+static void owner_destroyed_qp(uint64_t a5, struct ibv_mw *w[3])
+{
+	struct ibv_qp *q2;
+	struct ibv_mw *wd;
+	struct msg m = { .step = 10, .addr = a5, .len = 4096 };
+
+	session(10);
+	q2 = create_qp(pd, IBV_QPT_RC, cq, NULL, 8, 1, 0);
+	/* it sends nothing: its binds are local */
+	connect_qp(q2, &peer_path);
+	w[0] = alloc_mw2();
+	w[1] = alloc_mw2();
+	w[2] = alloc_mw2();
+	wd = alloc_mw2();
+	expect(bind2_on(q2, w[0], mr, a5, 4096), IBV_WC_SUCCESS,
+	       IBV_WC_BIND_MW, "bind through the second QP");
+	expect(bind2_on(q2, w[1], mr, a5, 4096), IBV_WC_SUCCESS,
+	       IBV_WC_BIND_MW, "bind through the second QP");
+	expect(bind2_on(q2, wd, mr, a5, 4096), IBV_WC_SUCCESS,
+	       IBV_WC_BIND_MW, "bind through the second QP");
+	bind2(w[2], a5, 4096);
+	CHECK(ibv_dealloc_mw(wd) == 0,
+	      "dealloc of a window bound through a QP");
+	expect(local_inv_on(q2, w[1]->rkey), IBV_WC_SUCCESS, IBV_WC_LOCAL_INV,
+	       "LOCAL_INV through the second QP");
+	if (ibv_destroy_qp(q2))
+		die("ibv_destroy_qp");
+	m.rkey = w[2]->rkey;
+	m.old_rkey = w[0]->rkey;
+	xfer(&m, true);
+	get(10);
+	if (owner_rxe)
+		return;
+
+	/* both are free: bound again through a QP of a new session */
+	session(102);
+	expect(bind2_on(qp, w[0], mr, a5, 4096), IBV_WC_SUCCESS,
+	       IBV_WC_BIND_MW, "bind of a window freed by its QP's destruction");
+	expect(bind2_on(qp, w[1], mr, a5, 4096), IBV_WC_SUCCESS,
+	       IBV_WC_BIND_MW, "bind of an invalidated window");
+	put(102, a5, w[0]->rkey, 4096);
+	get(102);
 }
 
 static long counter(const char *name)
@@ -396,12 +511,12 @@ static void owner(void)
 	uint64_t base = (uintptr_t)buf;
 	uint64_t a1 = base + 4096, a2 = base + 16384, a5 = base + 32768;
 	long before[4], after;
-	struct ibv_mw *w1, *w2, *w3;
+	struct ibv_mw *w1, *w2, *w3, *w10[3];
 	uint32_t rk0, rk1, rk2;
 	struct ibv_wc wc;
 	size_t i;
 	/* binds, local and remote invalidations, error NAKs of this run */
-	const long want[4] = { 6, 1, 1, 7 };
+	const long want[4] = { 12, 2, 1, 8 };
 
 	owner_rxe = !strncmp(devname, "rxe", 3);
 	for (i = 0; i < 4; i++)
@@ -511,10 +626,14 @@ static void owner(void)
 	bind1(w1, mr_nobind, (uintptr_t)buf2, 64, IBV_ACCESS_REMOTE_READ,
 	      IBV_WC_MW_BIND_ERR, "bind to an MR without MW_BIND");
 	put(9, 0, 0, 0);
+
+	owner_destroyed_qp(a5, w10);
 	session_end();
 
 	CHECK(ibv_dealloc_mw(w1) == 0, "dealloc type 1");
 	CHECK(ibv_dealloc_mw(w2) == 0, "dealloc type 2");
+	for (i = 0; i < 3; i++)
+		CHECK(ibv_dealloc_mw(w10[i]) == 0, "dealloc type 2");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg once no window is bound: %s",
 	      strerror(errno));
 	mr = NULL;
@@ -531,13 +650,139 @@ static void owner(void)
 	}
 }
 
+/* ---- the exit of a process holding many QPs, MRs and windows ---- */
+
+#define SCALE_BIND_QPS 16	/* QPs windows are bound through */
+#define SCALE_WINDOWS 4		/* per such QP */
+#define SCALE_PAGES 16		/* the MRs take turns over these pages */
+
+/* A type 2 bind or LOCAL_INV through @q: its completion's status. */
+static enum ibv_wc_status scale_local(struct ibv_qp *q, struct ibv_mw *mw,
+				      struct ibv_mr *m, bool inv)
+{
+	if (inv)
+		return local_inv_on(q, mw->rkey).status;
+	return bind2_on(q, mw, m, (uintptr_t)m->addr, 4096).status;
+}
+
+/*
+ * The child: everything made, some QPs destroyed and their windows
+ * checked, then @fd learns the numbers of checks made and failed and the
+ * child exits with the rest.
+ */
+static void scale_child(int fd, int nqp, int nmr)
+{
+	struct ibv_mw *mw[SCALE_BIND_QPS * SCALE_WINDOWS];
+	struct qp_path path = { .sgid_index = gidx };
+	struct ibv_qp **qps = calloc(nqp, sizeof(*qps));
+	struct ibv_mr **mrs = calloc(nmr, sizeof(*mrs));
+	uint8_t *pages = aligned_alloc(4096, SCALE_PAGES * 4096);
+	const int half = SCALE_BIND_QPS / 2;
+	enum ibv_wc_status st;
+	long start = now_ms();
+	int i, j;
+
+	ctx = open_device(devname);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	if (!qps || !mrs || !pages || !pd || !cq)
+		die("setup");
+	for (i = 0; i < nmr; i++) {
+		mrs[i] = ibv_reg_mr(pd, pages + i % SCALE_PAGES * 4096, 4096,
+				    IBV_ACCESS_LOCAL_WRITE |
+				    IBV_ACCESS_MW_BIND);
+		if (!mrs[i])
+			die("ibv_reg_mr");
+	}
+	for (i = 0; i < nqp; i++)
+		qps[i] = create_qp(pd, IBV_QPT_RC, cq, NULL, 4, 1, 0);
+	/* connected to themselves; binds and LOCAL_INV send nothing */
+	path.dgid = query_gid(ctx, gidx);
+	for (i = 0; i < SCALE_BIND_QPS; i++) {
+		path.dqpn = qps[i]->qp_num;
+		connect_qp(qps[i], &path);
+		for (j = 0; j < SCALE_WINDOWS; j++) {
+			mw[i * SCALE_WINDOWS + j] = alloc_mw2();
+			st = scale_local(qps[i], mw[i * SCALE_WINDOWS + j],
+					 mrs[(i * SCALE_WINDOWS + j) % nmr],
+					 false);
+			CHECK(st == IBV_WC_SUCCESS, "bind: %s",
+			      ibv_wc_status_str(st));
+		}
+	}
+	printf("mw-teardown: %d MRs, %d QPs, %d windows made in %ld ms\n",
+	       nmr, nqp, SCALE_BIND_QPS * SCALE_WINDOWS, now_ms() - start);
+
+	for (i = 0; i < half; i++)
+		if (ibv_destroy_qp(qps[i]))
+			die("ibv_destroy_qp");
+	for (i = 0; i < half * SCALE_WINDOWS; i++) {
+		/* freed by the destruction: bound again through another QP */
+		st = scale_local(qps[half + i % half], mw[i], mrs[i % nmr],
+				 false);
+		CHECK(st == IBV_WC_SUCCESS,
+		      "bind of a window of a destroyed QP: %s",
+		      ibv_wc_status_str(st));
+		/* still bound through a QP that lives: invalidated, rebound */
+		j = half * SCALE_WINDOWS + i;
+		st = scale_local(qps[j / SCALE_WINDOWS], mw[j], NULL, true);
+		CHECK(st == IBV_WC_SUCCESS,
+		      "LOCAL_INV of a window of a live QP: %s",
+		      ibv_wc_status_str(st));
+		st = scale_local(qps[j / SCALE_WINDOWS], mw[j], mrs[j % nmr],
+				 false);
+		CHECK(st == IBV_WC_SUCCESS, "bind again: %s",
+		      ibv_wc_status_str(st));
+	}
+	fflush(stdout);
+	sc_send(fd, &checks, sizeof(checks));
+	sc_send(fd, &failures, sizeof(failures));
+	/* the kernel destroys the rest when the device file closes */
+	_exit(0);
+}
+
+/* Fork the child, and time its exit from its last message to its reaping. */
+static int scale(int nqp, int nmr)
+{
+	unsigned int child_checks, child_failures;
+	int fds[2], status;
+	long start;
+	pid_t pid;
+
+	if (pipe(fds))
+		die("pipe");
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		close(fds[0]);
+		scale_child(fds[1], nqp, nmr);
+	}
+	close(fds[1]);
+	sc_recv(fds[0], &child_checks, sizeof(child_checks));
+	sc_recv(fds[0], &child_failures, sizeof(child_failures));
+	start = now_ms();
+	if (waitpid(pid, &status, 0) != pid)
+		die("waitpid");
+	printf("mw-teardown: exit of a process holding %d MRs, %d QPs and %d type 2 windows took %ld ms\n",
+	       nmr, nqp, SCALE_BIND_QPS * SCALE_WINDOWS, now_ms() - start);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+	      "child exit status %#x", status);
+	checks += child_checks;
+	failures += child_failures;
+	printf("mw-teardown: %u checks, %u failures: %s\n", checks,
+	       failures, failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *host = NULL, *port = "18777";
 	bool server = false, own = false;
-	int opt;
+	int opt, nqp = 0, nmr = 0;
 
-	while ((opt = getopt(argc, argv, "d:g:sc:op:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:sc:op:T:")) != -1) {
 		switch (opt) {
 		case 'd':
 			devname = optarg;
@@ -557,12 +802,19 @@ int main(int argc, char **argv)
 		case 'o':
 			own = true;
 			break;
+		case 'T':
+			if (sscanf(optarg, "%d:%d", &nqp, &nmr) != 2 ||
+			    nqp < SCALE_BIND_QPS || nmr < 1)
+				goto usage;
+			break;
 		default:
 			goto usage;
 		}
 	}
 	if (!devname || (server && host))
 		goto usage;
+	if (nqp)
+		return scale(nqp, nmr);
 
 	ctx = open_device(devname);
 	pd = ibv_alloc_pd(ctx);
@@ -597,7 +849,7 @@ int main(int argc, char **argv)
 	return failures ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: %s -d DEV -g GIDX (-s | -c HOST) [-o] [-p PORT]\n",
-		argv[0]);
+	fprintf(stderr, "usage: %s -d DEV -g GIDX (-s | -c HOST) [-o] [-p PORT]\n"
+		"       %s -d DEV -g GIDX -T QPS:MRS\n", argv[0], argv[0]);
 	return 2;
 }
