@@ -147,6 +147,8 @@ void sroce_qp_error_locked(struct sroce_qp *qp, struct sroce_comp_notify *n)
 {
 	if (qp->state != IB_QPS_ERR) {
 		WRITE_ONCE(qp->state, IB_QPS_ERR);
+		/* receives posted from now on need a doorbell: sroce_rq_flush() */
+		sroce_queue_set_flags(&qp->rq.queue, SROCE_RING_FLAG_QP_ERR);
 		timer_delete(&qp->comp.retrans_timer);
 		timer_delete(&qp->comp.rnr_timer);
 		qp->comp.rnr_wait = false;

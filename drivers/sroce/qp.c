@@ -636,6 +636,7 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	switch (new) {
 	case IB_QPS_RESET:
 		WRITE_ONCE(qp->state, new);
+		sroce_queue_set_flags(&qp->rq.queue, 0);
 		sroce_qp_reset_rings(qp);
 		break;
 	case IB_QPS_ERR:
@@ -871,6 +872,14 @@ void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n)
 		}
 		goto out;
 	}
+	/*
+	 * The error state (and its ring flag) is stored before producer is
+	 * read; a poster stores producer before it reads them (provider:
+	 * sroce-abi.h; kernel consumers: sroce_post_recv()). With a full
+	 * barrier on both sides, either this sees its WQEs or it sees the
+	 * error and asks for this flush again: none is left in the ring.
+	 */
+	smp_mb();
 	prod = sroce_queue_load_producer(&rq->queue);
 	if (prod - rq->consumer > rq->queue.num_entries) {
 		/* Corrupted by user space: nothing trustworthy to flush. */
@@ -1063,6 +1072,8 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	err = sroce_rq_post_kernel(&qp->rq, wr, bad_wr);
 	spin_unlock_irqrestore(&qp->rq_post_lock, flags);
 
+	/* the WQEs are published before the state is read: sroce_rq_flush() */
+	smp_mb();
 	if (sroce_qp_state(qp) == IB_QPS_ERR) {
 		sroce_rq_flush(qp, &n);
 		sroce_comp_notify(qp, &n);

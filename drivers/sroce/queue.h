@@ -73,6 +73,15 @@ static inline void sroce_queue_publish_consumer(struct sroce_queue *q, u32 v)
 	smp_store_release(&q->ctrl->consumer, v);
 }
 
+/*
+ * SROCE_RING_FLAG_* for the provider to see. The kernel never reads the
+ * shared word back: user space may have written anything there.
+ */
+static inline void sroce_queue_set_flags(struct sroce_queue *q, u32 flags)
+{
+	WRITE_ONCE(q->ctrl->flags, flags);
+}
+
 int sroce_queue_init(struct sroce_queue *q, u32 num_entries, u32 stride);
 /* Make a user ring mappable and describe it in @info (mmap_len == 0: none). */
 int sroce_queue_mmap(struct sroce_queue *q, struct ib_udata *udata,

@@ -6,10 +6,11 @@
 # device to each other and checks data, completions and error paths: sends
 # of 1 B..1 MiB, gather/scatter, immediate data, RDMA WRITE/READ, atomics,
 # inline limits, ENOMEM on a full SQ, posting before RTS, local protection
-# and remote access errors with flushes, CQ resize with completions
-# outstanding, completion channel events, UD with GRH, extended CQs with
-# and without completion timestamps, a context, PD and MR imported from a
-# copy of the command file.
+# and remote access errors with flushes, receives and sends posted to a QP
+# in the error state (modify_qp or a fatal error) flushed, CQ resize with
+# completions outstanding, completion channel events, UD with GRH, extended
+# CQs with and without completion timestamps, a context, PD and MR imported
+# from a copy of the command file.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"

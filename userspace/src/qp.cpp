@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // Queue pairs. Send and receive WQEs go straight into rings mapped from the
-// kernel; the only system call on the data path is the send doorbell.
+// kernel; the only system call on the data path is the send doorbell, which
+// receives posted to a QP in the error state ring too, to be flushed.
 #include "provider.h"
 
 #include <algorithm>
+#include <atomic>
 #include <ctime>
 #include <mutex>
 #include <new>
@@ -379,6 +381,24 @@ int post_to_recv_queue(RecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noe
     return err;
 }
 
+namespace {
+
+// Is the QP in the error state, where the kernel flushes receive WQEs
+// published after it got there only on a doorbell? Called after they were
+// published: the fence orders that store-release before the load of the
+// kernel's flag, as the kernel orders its store of the flag before its
+// load of producer (sroce-abi.h), so a WQE the kernel's own flush missed
+// is one this sees the flag for. The state this provider set covers
+// kernels that publish no flag, when the application moved the QP there.
+bool recv_in_error(Qp& qp) noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint32_t flags = qp.rq.ring.view().shared_flags().load(std::memory_order_acquire);
+    return (flags & SROCE_RING_FLAG_QP_ERR) != 0 ||
+           qp.state.load(std::memory_order_acquire) == IBV_QPS_ERR;
+}
+
+} // namespace
+
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     Qp* qp = to_qp(ibqp);
     // A QP on an SRQ has no receive ring of its own.
@@ -386,7 +406,13 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
         *bad_wr = wr;
         return EINVAL;
     }
-    return post_to_recv_queue(qp->rq, wr, bad_wr);
+    const int err = post_to_recv_queue(qp->rq, wr, bad_wr);
+    const bool posted = err == 0 ? wr != nullptr : *bad_wr != wr;
+    // The doorbell's outcome is not the post's: the WRs are in the ring,
+    // and a doorbell refused means the QP is gone, with its completions.
+    if (posted && recv_in_error(*qp))
+        (void)ring_doorbell(*qp);
+    return err;
 }
 
 } // namespace sroce

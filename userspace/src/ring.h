@@ -28,6 +28,7 @@ namespace sroce {
 
 static_assert(sizeof(sroce_ring_ctrl) == SROCE_RING_SLOTS_OFFSET);
 static_assert(offsetof(sroce_ring_ctrl, consumer) == 64, "counters on their own cache lines");
+static_assert(offsetof(sroce_ring_ctrl, flags) == 68, "flags: a reserved word of ABI version 1");
 
 // A ring's shape, as the kernel described it in a create response.
 struct RingGeometry {
@@ -76,6 +77,10 @@ public:
     }
     [[nodiscard]] std::atomic_ref<std::uint32_t> shared_consumer() const noexcept {
         return ring_detail::counter(base_, offsetof(sroce_ring_ctrl, consumer));
+    }
+    // SROCE_RING_FLAG_* bits; the kernel writes them (0 before it knew any).
+    [[nodiscard]] std::atomic_ref<std::uint32_t> shared_flags() const noexcept {
+        return ring_detail::counter(base_, offsetof(sroce_ring_ctrl, flags));
     }
 
     // Slots in use, from a pair of counters; a peer counter further away

@@ -240,6 +240,94 @@ TEST_F(FakeQp, QpOnAnSrqHasNoReceiveRingOfItsOwn) {
     EXPECT_EQ(bad, rwrs_.data());
 }
 
+// A QP the kernel moved to the error state flushes receive WQEs published
+// after that only on a doorbell (sroce-abi.h): the provider rings it when
+// the kernel's flag says so, or when the application moved the QP there
+// (kernels that publish no flag).
+TEST_F(FakeQp, PostRecvInTheErrorStateRingsTheDoorbell) {
+    ibv_recv_wr* bad = nullptr;
+    rq_mem_.ctrl().flags = SROCE_RING_FLAG_QP_ERR;
+    ASSERT_EQ(post_recv(ibqp(), recv_chain(2), &bad), 0);
+    EXPECT_EQ(rq_mem_.ctrl().producer, 2U) << "the WRs are in the ring";
+    auto bells = cmd_fd_.doorbells();
+    ASSERT_EQ(bells.size(), 1U) << "one doorbell for the whole chain";
+    EXPECT_EQ(bells[0].hdr.command, static_cast<std::uint32_t>(IB_USER_VERBS_CMD_POST_SEND));
+    EXPECT_EQ(bells[0].core.qp_handle, kQpHandle);
+    EXPECT_EQ(bells[0].core.wr_count, 0U);
+
+    // Kernels without the flag: the state the application set.
+    rq_mem_.ctrl().flags = 0;
+    qp_->state = IBV_QPS_ERR;
+    ASSERT_EQ(post_recv(ibqp(), recv_chain(1), &bad), 0);
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+
+    // Nothing posted (the ring is full): nothing to flush.
+    rq_mem_.ctrl().flags = SROCE_RING_FLAG_QP_ERR;
+    ASSERT_EQ(post_recv(ibqp(), recv_chain(2), &bad), ENOMEM);
+    EXPECT_EQ(bad, &rwrs_[1]) << "the first fits";
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U) << "its doorbell";
+    EXPECT_EQ(post_recv(ibqp(), recv_chain(1), &bad), ENOMEM);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+
+    // Back from RESET the flag is clear: no system call again.
+    rq_mem_.ctrl().flags = 0;
+    rq_mem_.ctrl().consumer = rq_mem_.ctrl().producer;
+    qp_->state = IBV_QPS_RTS;
+    ASSERT_EQ(post_recv(ibqp(), recv_chain(1), &bad), 0);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+}
+
+// The race the doorbell closes: a "kernel" thread moves the QP to the error
+// state as the kernel does (flag, full barrier, then a flush of what
+// producer covers) while the test posts one receive. Each round, the WQE
+// is either in the kernel's flush or followed by a doorbell, never neither.
+// (Without the provider's fence, this host misses one in a few thousand.)
+TEST_F(FakeQp, ARecvRacingTheErrorStateIsFlushedOrRingsTheDoorbell) {
+    constexpr std::uint32_t kRounds = 20000;
+    constexpr std::uint32_t kStop = ~0U;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{3};
+    const RingView view{rq_mem_.base(), rq_mem_.geometry()};
+    std::atomic<std::uint32_t> start{0};
+    std::atomic<std::uint32_t> done{0};
+    std::atomic<std::uint32_t> flushed_to{0};
+    std::thread kernel{[&] {
+        for (std::uint32_t r = 1;; ++r) {
+            std::uint32_t s = 0;
+            while ((s = start.load(std::memory_order_acquire)) != r && s != kStop) {
+            }
+            if (s == kStop)
+                return;
+            view.shared_flags().store(SROCE_RING_FLAG_QP_ERR, std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_seq_cst); // smp_mb()
+            flushed_to.store(view.shared_producer().load(std::memory_order_acquire),
+                             std::memory_order_relaxed);
+            done.store(r, std::memory_order_release);
+        }
+    }};
+    std::uint32_t rounds = 0;
+    std::uint32_t missed = 0;
+    ibv_recv_wr* bad = nullptr;
+    while (rounds < kRounds && std::chrono::steady_clock::now() < deadline) {
+        const std::uint32_t r = ++rounds;
+        view.shared_flags().store(0, std::memory_order_relaxed);
+        start.store(r, std::memory_order_release);
+        if (post_recv(ibqp(), recv_chain(1), &bad) != 0) {
+            ADD_FAILURE() << "post_recv in round " << r;
+            break;
+        }
+        while (done.load(std::memory_order_acquire) != r) {
+        }
+        const std::uint32_t producer = view.shared_producer().load(std::memory_order_relaxed);
+        const bool rang = !cmd_fd_.doorbells().empty();
+        missed += flushed_to.load(std::memory_order_relaxed) != producer && !rang ? 1U : 0U;
+        view.shared_consumer().store(producer, std::memory_order_release); // flushed
+    }
+    start.store(kStop, std::memory_order_release);
+    kernel.join();
+    EXPECT_EQ(missed, 0U) << "receives neither flushed nor followed by a doorbell, in " << rounds
+                          << " rounds";
+}
+
 TEST(FakeSrq, PostSrqRecvFillsTheSharedRing) {
     RingMemory mem{4, 16 + 16};
     Srq srq{};

@@ -526,6 +526,59 @@ TEST_F(RcPair, WrongRkeyIsARemoteAccessError) {
     EXPECT_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(c[0].status);
 }
 
+// Work posted to a QP in the error state completes flushed (IBTA 10.3.1):
+// receives too, though posting one is no system call.
+void expect_flushed(const std::vector<ibv_wc>& got, std::uint64_t first_wr_id, std::size_t n,
+                    std::uint32_t qp_num) {
+    ASSERT_EQ(got.size(), n) << "completions within the timeout";
+    for (std::size_t i = 0; i < n; ++i) {
+        EXPECT_EQ(got[i].status, IBV_WC_WR_FLUSH_ERR) << ibv_wc_status_str(got[i].status);
+        EXPECT_EQ(got[i].wr_id, first_wr_id + i);
+        EXPECT_EQ(got[i].qp_num, qp_num);
+    }
+}
+
+TEST_F(RcPair, ReceivesPostedAfterModifyToErrorAreFlushed) {
+    Buffer buf{pd_.get(), 256, kAllAccess};
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(ibv_modify_qp(a_.get(), &attr, IBV_QP_STATE), 0);
+    std::array<ibv_sge, 3> sge{buf.sge(0, 64), buf.sge(64, 64), buf.sge(128, 64)};
+    std::array<ibv_recv_wr, 3> wr{};
+    for (std::size_t i = 0; i < wr.size(); ++i) {
+        wr[i].wr_id = 10 + i;
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].next = i + 1 < wr.size() ? &wr[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(a_.get(), wr.data(), &bad), 0);
+    post_recv(a_.get(), buf.sge(192, 64), 13);
+    expect_flushed(wait_completions(cq_a_.get(), 4), 10, 4, a_->qp_num);
+    // and sends, whose doorbell is a system call anyway
+    ibv_sge s = buf.sge(0, 8);
+    ASSERT_EQ(post_send(a_.get(), send_wr(IBV_WR_SEND, &s, 1, 20)), 0);
+    expect_flushed(wait_completions(cq_a_.get(), 1), 20, 1, a_->qp_num);
+    EXPECT_TRUE(wait_completions(cq_a_.get(), 1, 100ms).empty()) << "nothing more";
+}
+
+// The kernel moved the QP to the error state on its own: the application
+// posts before it polled or queried anything.
+TEST_F(RcPair, ReceivesPostedAfterAFatalErrorAreFlushed) {
+    Buffer local{pd_.get(), 256, kAllAccess};
+    Buffer remote{pd_.get(), 64, kAllAccess};
+    ibv_sge sge = local.sge(0, 8);
+    ASSERT_EQ(post_send(a_.get(), write_wr(&sge, 1, remote.addr(), remote.mr->rkey ^ 0x1000)), 0);
+    const auto c = wait_completions(cq_a_.get(), 1, 30s);
+    ASSERT_EQ(c.size(), 1U);
+    ASSERT_EQ(c[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(c[0].status);
+    post_recv(a_.get(), local.sge(0, 64), 30);
+    post_recv(a_.get(), local.sge(64, 64), 31);
+    expect_flushed(wait_completions(cq_a_.get(), 2), 30, 2, a_->qp_num);
+    ASSERT_EQ(post_send(a_.get(), send_wr(IBV_WR_SEND, &sge, 1, 40)), 0);
+    expect_flushed(wait_completions(cq_a_.get(), 1), 40, 1, a_->qp_num);
+}
+
 TEST_F(RcPair, ResizeKeepsOutstandingCompletions) {
     Buffer src{pd_.get(), 64, kAllAccess};
     Buffer dst{pd_.get(), std::size_t{64} * 8, kAllAccess};

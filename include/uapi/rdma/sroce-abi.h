@@ -24,12 +24,25 @@
  *        producing, the provider rings the doorbell: a uverbs POST_SEND
  *        command with wr_count == 0.
  *   RQ/SRQ: user produces; the kernel consumes as messages arrive. No
- *        doorbell.
+ *        doorbell, but in the error state (see flags below).
  *   CQ:  the kernel produces CQEs; user consumes.
  *
  * The kernel never trusts user-written memory: it reads a user counter
  * once, checks it against its own private copy, copies a slot before
  * validating it, and bounds every length and count it finds there.
+ *
+ * flags is the kernel's and only written by it (it never reads it back).
+ * A QP's RQ ring has SROCE_RING_FLAG_QP_ERR set from the moment the
+ * kernel moves the QP to the error state, by modify_qp or on its own,
+ * until the QP is reset. Receive WQEs of a QP in error complete with
+ * IBV_WC_WR_FLUSH_ERR: the kernel flushes those published before it set
+ * the flag; a WQE published later is flushed on the QP's next doorbell
+ * (in the error state it flushes both queues). So the provider, after the
+ * store-release of producer, issues a full memory barrier, reads flags
+ * and rings the doorbell if the flag is set; the kernel sets the flag,
+ * issues a full barrier and only then reads producer to flush. One side
+ * at least sees the other's store: no WQE is left behind. Kernels before
+ * the flag left the word zero (it was reserved, and rings start zeroed).
  */
 #ifndef SROCE_ABI_USER_H
 #define SROCE_ABI_USER_H
@@ -53,8 +66,12 @@ struct sroce_ring_ctrl {
 	__u32 producer;
 	__u32 reserved0[15];	/* producer and consumer on own cache lines */
 	__u32 consumer;
-	__u32 reserved1[15];
+	__u32 flags;		/* SROCE_RING_FLAG_* bits, set by the kernel */
+	__u32 reserved1[14];
 };
+
+/* The RQ ring's QP is in the error state (see above). */
+#define SROCE_RING_FLAG_QP_ERR	0x1
 
 #define SROCE_RING_SLOTS_OFFSET 128
 
