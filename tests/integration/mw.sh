@@ -15,7 +15,7 @@
 # bound through a destroyed QP are free and the others not.
 #
 # Then, between two sroce guests, guest a times the exit of a process
-# holding 1K QPs and 16K MRs with type 2 windows bound through some QPs
+# holding 256 QPs and 4K MRs with type 2 windows bound through some QPs
 # (sroce-mw -T; the figure is printed, not checked): a QP's destruction
 # once walked every key, so such an exit cost QPs times keys.
 set -euo pipefail
@@ -44,7 +44,7 @@ done
 if [[ $SROCE_ROLE == a && $SROCE_DEV_TYPE == sroce &&
 	$SROCE_PEER_DEV_TYPE == sroce ]]; then
 	out=$SROCE_OUT/mw-teardown.txt
-	with_timeout 300 "$mwcheck" -d "$SROCE_DEV" -g "$idx" -T 1024:16384 \
+	with_timeout 300 "$mwcheck" -d "$SROCE_DEV" -g "$idx" -T 256:4096 \
 		>"$out" 2>&1 || { cat "$out"; fail "mw-teardown failed"; }
 	cat "$out"
 	grep -q "^mw-teardown: .*, 0 failures: PASS$" "$out" ||
