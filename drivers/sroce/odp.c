@@ -355,7 +355,7 @@ static struct ib_umem_odp *sroce_odp_child(struct sroce_mr *mr, u64 va,
 	err = sroce_odp_attach(child, mr);
 	if (!err)
 		err = xa_err(xa_store(&o->children, idx, child,
-					    GFP_KERNEL_ACCOUNT));
+				      GFP_KERNEL_ACCOUNT));
 	if (err) {
 		sroce_odp_release_child(mr, child);
 		return ERR_PTR(err);

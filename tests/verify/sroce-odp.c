@@ -524,6 +524,7 @@ static int odp_memory(unsigned int gib, const char *cg)
 	       charge_ok ? "charged" : "neither refused nor charged",
 	       refused || charge_ok ? "PASS" : "FAIL");
 	return refused || charge_ok ? 0 : 1;
+}
 
 /* Another thread keeps unmapping [zap_at, zap_at + zap_len). */
 static unsigned char *zap_at;
