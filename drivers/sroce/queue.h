@@ -75,11 +75,13 @@ static inline void sroce_queue_publish_consumer(struct sroce_queue *q, u32 v)
 
 /*
  * SROCE_RING_FLAG_* for the provider to see. The kernel never reads the
- * shared word back: user space may have written anything there.
+ * shared word back: user space may have written anything there. A queue
+ * with no ring (the RQ of a QP on an SRQ) has no one to tell.
  */
 static inline void sroce_queue_set_flags(struct sroce_queue *q, u32 flags)
 {
-	WRITE_ONCE(q->ctrl->flags, flags);
+	if (q->ctrl)
+		WRITE_ONCE(q->ctrl->flags, flags);
 }
 
 int sroce_queue_init(struct sroce_queue *q, u32 num_entries, u32 stride);
