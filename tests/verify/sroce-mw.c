@@ -336,7 +336,9 @@ static void accessor(void)
 	session(9);
 	get(9);
 
-	/* 10. windows of a destroyed QP */
+	/* 10. windows of a destroyed QP (not on rxe: see owner_destroyed_qp) */
+	if (owner_rxe)
+		return;
 	session(10);
 	m = get(10);
 	memset(buf, 0, m.len);
@@ -346,8 +348,6 @@ static void accessor(void)
 	CHECK(same(5, buf, m.len), "window of a QP that lives: data differs");
 	denied(10, IBV_WR_RDMA_READ, m.addr, m.old_rkey, 8,
 	       "read through a window of a destroyed QP");
-	if (owner_rxe)
-		return;
 	session(102);
 	m = get(102);
 	memset(buf, 0, m.len);
@@ -438,7 +438,9 @@ static struct ibv_mw *alloc_mw2(void)
 /*
  * 10. Windows bound through a second QP, which is then destroyed. Returns
  * the windows left for the end: [0] bound through it, [1] invalidated,
- * [2] bound through the session's QP.
+ * [2] bound through the session's QP. Not with an rdma_rxe owner: a type 2
+ * window holds a reference on its QP there, so destroying the QP waits
+ * for it and ends in a WARN in __rxe_cleanup() (6.1).
  */
 static void owner_destroyed_qp(uint64_t a5, struct ibv_mw *w[3])
 {
@@ -471,8 +473,6 @@ static void owner_destroyed_qp(uint64_t a5, struct ibv_mw *w[3])
 	m.old_rkey = w[0]->rkey;
 	xfer(&m, true);
 	get(10);
-	if (owner_rxe)
-		return;
 
 	/* both are free: bound again through a QP of a new session */
 	session(102);
@@ -627,12 +627,13 @@ static void owner(void)
 	      IBV_WC_MW_BIND_ERR, "bind to an MR without MW_BIND");
 	put(9, 0, 0, 0);
 
-	owner_destroyed_qp(a5, w10);
+	if (!owner_rxe)
+		owner_destroyed_qp(a5, w10);
 	session_end();
 
 	CHECK(ibv_dealloc_mw(w1) == 0, "dealloc type 1");
 	CHECK(ibv_dealloc_mw(w2) == 0, "dealloc type 2");
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3 && !owner_rxe; i++)
 		CHECK(ibv_dealloc_mw(w10[i]) == 0, "dealloc type 2");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg once no window is bound: %s",
 	      strerror(errno));
