@@ -74,6 +74,9 @@ verify: $(DROPCHECK)
 # ... the ring scribbler of tests/integration/hostile-rings.sh.
 HOSTILECHECK := $(BUILD)/sroce-hostile-rings
 verify: $(HOSTILECHECK)
+# ... the context requester of tests/integration/hostile-context.sh.
+HOSTILECTXCHECK := $(BUILD)/sroce-hostile-context
+verify: $(HOSTILECTXCHECK)
 # ... the AH-of-another-PD checker of tests/integration/ah-pd.sh.
 AHPDCHECK := $(BUILD)/sroce-ahpd
 verify: $(AHPDCHECK)
@@ -150,7 +153,7 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 
 # checkers on tests/verify/common.c, the helpers they share
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
-$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(AHPDCHECK) $(HOLDCHECK) \
+$(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(HOSTILECTXCHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
 	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK) $(REREGCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)

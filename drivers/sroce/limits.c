@@ -131,10 +131,10 @@ void sroce_limits_cleanup(struct sroce_limits *limits)
 }
 
 /*
- * The entry of @uid, made if it has none: for a verbs context the uid
- * opens (process context). The entry's reference is the caller's.
+ * The entry of @uid, made if it has none (process context). The entry's
+ * reference is the caller's.
  */
-struct sroce_user *sroce_user_get(struct sroce_limits *limits, kuid_t uid)
+static struct sroce_user *sroce_user_get(struct sroce_limits *limits, kuid_t uid)
 {
 	unsigned long key = __kuid_val(uid);
 	struct sroce_user *user, *new;
@@ -162,6 +162,38 @@ struct sroce_user *sroce_user_get(struct sroce_limits *limits, kuid_t uid)
 	xa_unlock_irq(&limits->users);
 	kfree(new);
 	return user ?: ERR_PTR(err);
+}
+
+/*
+ * Who an object created with @udata is charged to: the entry of the uid
+ * that opened the verbs context the command came through, made at that
+ * context's first charge (sroce_alloc_ucontext() must not fail, see
+ * there), or an error if it cannot be made; NULL (the kernel) without
+ * udata. The context keeps the entry's reference until it is freed.
+ */
+struct sroce_user *sroce_udata_user(struct ib_udata *udata)
+{
+	struct sroce_ucontext *uctx;
+	struct sroce_limits *limits;
+	struct sroce_user *user, *raced;
+
+	if (!udata)
+		return NULL;
+	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	/* pairs with the cmpxchg() below: the entry is seen initialised */
+	user = smp_load_acquire(&uctx->user);
+	if (user)
+		return user;
+	limits = &to_sdev(uctx->ibuc.device)->limits;
+	user = sroce_user_get(limits, uctx->uid);
+	if (IS_ERR(user))
+		return user;
+	/* two first commands of one context at once: one entry stays */
+	raced = cmpxchg(&uctx->user, NULL, user);
+	if (!raced)
+		return user;
+	sroce_user_put(limits, user);
+	return raced;
 }
 
 /* May be called from any context; frees the entry with its last reference. */

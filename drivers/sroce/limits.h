@@ -15,6 +15,7 @@
 #define SROCE_LIMITS_H
 
 #include <linux/atomic.h>
+#include <linux/err.h>
 #include <linux/refcount.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
@@ -62,7 +63,6 @@ struct sroce_limits {
 void sroce_limits_init(struct sroce_limits *limits);
 void sroce_limits_cleanup(struct sroce_limits *limits);
 
-struct sroce_user *sroce_user_get(struct sroce_limits *limits, kuid_t uid);
 void sroce_user_put(struct sroce_limits *limits, struct sroce_user *user);
 
 /*
@@ -82,14 +82,18 @@ static inline bool sroce_count_take(atomic_t *used, u32 max)
 }
 
 /*
- * Take one object of @type for @user (NULL: the kernel) from the device's
- * allowance: -ENOMEM, as for any exhausted resource, once the user holds
- * user_max of them, once users hold user_pool, or once max exist.
+ * Take one object of @type for @user (NULL: the kernel; an error: the
+ * user's entry could not be made, see sroce_udata_user()) from the
+ * device's allowance: -ENOMEM, as for any exhausted resource, once the
+ * user holds user_max of them, once users hold user_pool, or once max
+ * exist.
  */
 static inline int sroce_obj_charge(struct sroce_limits *limits,
 				   struct sroce_user *user,
 				   enum sroce_obj_type type)
 {
+	if (IS_ERR(user))
+		return PTR_ERR(user);
 	if (!user)
 		return sroce_count_take(&limits->used[type],
 					limits->max[type]) ? 0 : -ENOMEM;

@@ -119,7 +119,11 @@ struct sroce_dev {
 
 struct sroce_ucontext {
 	struct ib_ucontext ibuc;
-	/* The opener's uid's counts (limits.h): what its objects charge. */
+	kuid_t uid;			/* the opener's real uid */
+	/*
+	 * That uid's counts (limits.h), which its objects charge: NULL until
+	 * the first charge (sroce_udata_user()), then set once.
+	 */
 	struct sroce_user *user;
 };
 
@@ -167,18 +171,7 @@ static inline struct sroce_xrcd *to_sxrcd(struct ib_xrcd *ibxrcd)
 	return container_of(ibxrcd, struct sroce_xrcd, ibxrcd);
 }
 
-/*
- * Who an object created with @udata is charged to (limits.h): the user of
- * the verbs context the command came through; NULL (the kernel) without
- * udata.
- */
-static inline struct sroce_user *sroce_udata_user(struct ib_udata *udata)
-{
-	if (!udata)
-		return NULL;
-	return rdma_udata_to_drv_context(udata, struct sroce_ucontext,
-					 ibuc)->user;
-}
+struct sroce_user *sroce_udata_user(struct ib_udata *udata);
 
 static inline struct sroce_mmap_entry *
 to_smmap(struct rdma_user_mmap_entry *rdma)
