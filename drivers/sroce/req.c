@@ -1092,8 +1092,24 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 	return built;
 }
 
-/* Send everything the queue, window and state allow now. */
-static void sroce_req_pass(struct sroce_qp *qp)
+/*
+ * Packets one call of sroce_req_run() builds (a pass that builds none
+ * counts as one) before it hands the rest to req.work. A poster's
+ * doorbell system call holds ib_uverbs' SRCU read side, which device
+ * removal waits for, and a completer may be in softirq; yet while the
+ * queue has work, each batch can bring the wake-up for another (ACKs,
+ * NAKs that rewind, freed packets, answered faults; on the loopback path
+ * during the batch's own transmit). Unbounded, the caller that came first
+ * ran the QP for as long as its peer answered: under ODP churn (odp.sh)
+ * `rdma link delete` waited over 180 s for a doorbell to return.
+ */
+#define SROCE_REQ_RUN_QUOTA	1024
+
+/*
+ * Send what the queue, window and state allow now, up to about @quota
+ * packets: how many were built. Stopped by @quota, it leaves AGAIN set.
+ */
+static int sroce_req_pass(struct sroce_qp *qp, int quota)
 {
 	/* UD packets each carry their own path: one per batch. */
 	int budget = sroce_qp_is_ud(qp) ? 1 : SROCE_REQ_BATCH;
@@ -1102,10 +1118,10 @@ static void sroce_req_pass(struct sroce_qp *qp)
 	struct sroce_av ud_av;
 	struct sk_buff *skb;
 	unsigned long flags;
-	int built;
+	int built, sent = 0;
 
 	__skb_queue_head_init(&q);
-	do {
+	for (;;) {
 		memset(&n, 0, sizeof(n));
 		/* the QP's path (sroce_qp_av()) for building and sending */
 		rcu_read_lock();
@@ -1118,12 +1134,21 @@ static void sroce_req_pass(struct sroce_qp *qp)
 				       &ud_av : sroce_qp_av(qp), skb);
 		rcu_read_unlock();
 		sroce_comp_notify(qp, &n);
-	} while (built == budget);
+		sent += built;
+		if (built < budget)
+			return sent;
+		if (sent >= quota) {
+			/* more may be ready */
+			set_bit(SROCE_REQ_AGAIN, &qp->req.run_flags);
+			return sent;
+		}
+	}
 }
 
 void sroce_req_run(struct sroce_qp *qp)
 {
 	struct sroce_req *req = &qp->req;
+	int quota = SROCE_REQ_RUN_QUOTA;
 
 	/* Transmit needs interrupts on; kernel consumers may post without. */
 	if (unlikely(irqs_disabled() || in_hardirq())) {
@@ -1137,8 +1162,17 @@ void sroce_req_run(struct sroce_qp *qp)
 	if (test_and_set_bit_lock(SROCE_REQ_RUNNING, &req->run_flags))
 		return;	/* the running pass sees AGAIN */
 	do {
-		while (test_and_clear_bit(SROCE_REQ_AGAIN, &req->run_flags))
-			sroce_req_pass(qp);
+		while (test_and_clear_bit(SROCE_REQ_AGAIN, &req->run_flags)) {
+			if (quota <= 0) {
+				/* RUNNING is clear before the work can test it */
+				set_bit(SROCE_REQ_AGAIN, &req->run_flags);
+				clear_bit_unlock(SROCE_REQ_RUNNING,
+						 &req->run_flags);
+				queue_work(system_highpri_wq, &req->work);
+				return;
+			}
+			quota -= max(sroce_req_pass(qp, quota), 1);
+		}
 		clear_bit_unlock(SROCE_REQ_RUNNING, &req->run_flags);
 		/* RUNNING is clear before AGAIN is tested: no request is lost */
 		smp_mb__after_atomic();
