@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug pairs=none timeout=400
+# sroce-test: kernels=debug pairs=none timeout=500
 # SPDX-License-Identifier: GPL-2.0
 #
 # On-demand paging MRs beyond rdma-core's suite (pyverbs.sh runs its ODP
@@ -16,7 +16,9 @@
 # another thread keeps unmapping must complete rather than be retried
 # forever. Then churn (sroce-odp -R): WRITE and READ back an ODP MR that
 # another thread keeps unmapping and prefetching, every byte READ from a
-# page the process owns. On the debug kernel
+# page the process owns; and once more while the device is deleted and
+# the module unloaded under it, faults being served: rmmod must not
+# leave a fault work item running module code. On the debug kernel
 # KASAN, lockdep and kmemleak watch the notifiers, the fault work, the
 # child umems and the copies.
 #
@@ -98,3 +100,21 @@ with_timeout 120 "$odpcheck" -d "$SROCE_DEV" -g "$idx" -R 20 >"$out" 2>&1 || tru
 cat "$out"
 grep -q "^churn: .*, 0 failures: PASS$" "$out" || fail "sroce-odp -R: no PASS line"
 log "PASS: ODP data under unmapping and prefetching races"
+
+# rmmod while faults are being served: the device goes first (that
+# deregisters the MRs), then the module. Generous limits: on the debug
+# kernel under TCG one churn round (a WRITE and a READ racing unmaps)
+# takes seconds, and dereg waits for the faults in flight; a hang is
+# still caught (a doorbell that kept running the requester while the
+# peer NAKed made the delete wait for minutes: SROCE_REQ_RUN_QUOTA).
+"$odpcheck" -d "$SROCE_DEV" -g "$idx" -R 60 >"$SROCE_OUT/odp-rmmod.txt" 2>&1 &
+churner=$!
+sleep 5
+kill -0 "$churner" 2>/dev/null || fail "sroce-odp -R ended early: $(cat "$SROCE_OUT/odp-rmmod.txt")"
+with_timeout 120 rdma link delete "$SROCE_DEV" || fail "rdma link delete during ODP faults"
+wait_for 60 rmmod sroce 2>/dev/null || fail "rmmod sroce during ODP faults"
+wait "$churner" 2>/dev/null || true
+tail -n 3 "$SROCE_OUT/odp-rmmod.txt"
+insmod "$SROCE_MODULE" || fail "insmod $SROCE_MODULE after rmmod"
+rdma link add "$SROCE_DEV" type sroce netdev "$SROCE_NETDEV" || fail "rdma link add $SROCE_DEV"
+log "PASS: device deleted and module unloaded during ODP faults"
