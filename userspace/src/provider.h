@@ -135,6 +135,10 @@ struct Qp {
     // checks posting does; the kernel may since have moved it to an error
     // state, where posting is allowed anyway.
     std::atomic<int> state{IBV_QPS_RESET};
+    // The errno of a doorbell the kernel refused after WQEs were published
+    // (ring_doorbell()); 0: none. Those WQEs stay posted, so the refusal is
+    // the next post's answer, one that publishes nothing.
+    std::atomic<int> doorbell_error{0};
     // The doorbell: a uverbs POST_SEND write with no work requests. Built
     // once; the kernel writes doorbell_resp. (Last: the command struct ends
     // in a flexible array.)
@@ -267,8 +271,10 @@ void init_doorbell(Qp& qp) noexcept;
 // IBV_QP_EX_WITH_* operations; false if one of them is not supported.
 bool setup_qp_ex(Qp& qp, std::uint64_t send_ops_flags) noexcept;
 bool send_ops_supported(ibv_qp_type qp_type, std::uint64_t send_ops_flags) noexcept;
-// Rings the send doorbell (write on the command fd).
-int ring_doorbell(Qp& qp) noexcept;
+// Rings the send doorbell (write on the command fd); a refusal is kept in
+// qp.doorbell_error, which refused_doorbell() reads for the next post.
+void ring_doorbell(Qp& qp) noexcept;
+int refused_doorbell(const Qp& qp) noexcept;
 
 // Writes a chain of receive WRs into a receive ring (RQ or SRQ) and
 // publishes them; no system call.

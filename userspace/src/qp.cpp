@@ -106,11 +106,13 @@ void init_doorbell(Qp& qp) noexcept {
 }
 
 // Tells the kernel there are new send WQEs. They are in the ring already,
-// and another thread's doorbell may take them at any time, so they cannot
-// be reported as not posted: a doorbell that failed for want of memory
-// (ib_uverbs allocates a buffer for every POST_SEND) is rung again, for up
-// to a second. Any other refusal means the QP is unusable.
-int ring_doorbell(Qp& qp) noexcept {
+// and another thread's doorbell or the kernel's error flush may take them
+// at any time, so they cannot be reported as not posted: a doorbell that
+// failed for want of memory (ib_uverbs allocates a buffer for every
+// POST_SEND) is rung again, for up to a second, and any other refusal (EIO
+// once the device is gone: its async event says so too) is kept in
+// doorbell_error for the next post to return, which publishes nothing.
+void ring_doorbell(Qp& qp) noexcept {
     constexpr int kMemoryRetries = 1000;
     constexpr timespec kMemoryWait{.tv_sec = 0, .tv_nsec = 1'000'000};
     const int fd = qp.vqp.qp.context->cmd_fd;
@@ -118,15 +120,21 @@ int ring_doorbell(Qp& qp) noexcept {
     for (;;) {
         const ssize_t n = ::write(fd, &qp.doorbell, sizeof(qp.doorbell));
         if (n == static_cast<ssize_t>(sizeof(qp.doorbell)))
-            return 0;
+            return;
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == ENOMEM && retries-- > 0) {
             ::nanosleep(&kMemoryWait, nullptr);
             continue;
         }
-        return n < 0 ? errno : EIO;
+        qp.doorbell_error.store(n < 0 ? errno : EIO, std::memory_order_release);
+        return;
     }
+}
+
+// What a post that publishes nothing answers: a refused doorbell's errno.
+int refused_doorbell(const Qp& qp) noexcept {
+    return qp.doorbell_error.load(std::memory_order_acquire);
 }
 
 namespace {
@@ -294,6 +302,10 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
         *bad_wr = wr;
         return EINVAL;
     }
+    if (const int db_err = refused_doorbell(*qp); db_err != 0) {
+        *bad_wr = wr;
+        return db_err;
+    }
 
     int err = 0;
     std::uint32_t posted = 0;
@@ -317,15 +329,9 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
         if (posted != 0)
             sq.ring.publish();
     }
-    if (posted != 0) {
-        // The WQEs are in the ring whatever happens here; a doorbell the
-        // kernel refuses means the QP is unusable, so say so.
-        const int db_err = ring_doorbell(*qp);
-        if (db_err != 0 && err == 0) {
-            err = db_err;
-            w = wr;
-        }
-    }
+    // The WQEs are posted whatever the doorbell's fate (see ring_doorbell).
+    if (posted != 0)
+        ring_doorbell(*qp);
     if (err != 0)
         *bad_wr = w;
     return err;
@@ -338,6 +344,8 @@ int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* mw_bind) noexcept {
         !opcode_supported(sq.limits.qp_type, IBV_WR_BIND_MW) ||
         !can_post_send(qp->state.load(std::memory_order_acquire)))
         return EINVAL;
+    if (const int db_err = refused_doorbell(*qp); db_err != 0)
+        return db_err;
     // A new key byte for every bind, so a stale rkey stops working.
     const std::uint32_t rkey = ibv_inc_rkey(mw->rkey);
     {
@@ -351,9 +359,9 @@ int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* mw_bind) noexcept {
         sq.ring.advance();
         sq.ring.publish();
     }
-    const int err = ring_doorbell(*qp);
-    if (err != 0)
-        return err;
+    // Posted: the bind may happen under the new key whatever the doorbell's
+    // fate, so the application learns that key.
+    ring_doorbell(*qp);
     mw->rkey = rkey;
     return 0;
 }
@@ -411,7 +419,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     // The doorbell's outcome is not the post's: the WRs are in the ring,
     // and a doorbell refused means the QP is gone, with its completions.
     if (posted && recv_in_error(*qp))
-        (void)ring_doorbell(*qp);
+        ring_doorbell(*qp);
     return err;
 }
 

@@ -110,6 +110,8 @@ void wr_start(ibv_qp_ex* qpx) noexcept {
     const int state = qp.state.load(std::memory_order_acquire);
     if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
         qp.batch.err = EINVAL;
+    if (qp.batch.err == 0)
+        qp.batch.err = refused_doorbell(qp);
 }
 
 int wr_complete(ibv_qp_ex* qpx) noexcept {
@@ -125,9 +127,10 @@ int wr_complete(ibv_qp_ex* qpx) noexcept {
     }
     b = WrBatch{};
     qp.sq.lock.unlock();
-    if (err != 0)
-        return err;
-    return count != 0 ? ring_doorbell(qp) : 0;
+    // The batch is posted whatever the doorbell's fate (see ring_doorbell).
+    if (count != 0)
+        ring_doorbell(qp);
+    return err;
 }
 
 void wr_abort(ibv_qp_ex* qpx) noexcept {

@@ -131,7 +131,20 @@ protected:
     }
     ibv_qp* ibqp() { return &qp_->vqp.qp; }
 
+    // From now on the command fd refuses writes (EBADF), as the kernel
+    // refuses a doorbell once the device is gone (EIO).
+    void refuse_doorbells() {
+        refusing_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ASSERT_GE(refusing_fd_, 0);
+        context_.cmd_fd = refusing_fd_;
+    }
+    void TearDown() override {
+        if (refusing_fd_ >= 0)
+            ::close(refusing_fd_);
+    }
+
     FakeCmdFd cmd_fd_;
+    int refusing_fd_ = -1;
     ibv_context context_{};
     RingMemory sq_mem_{kSqEntries, kSqStride};
     RingMemory rq_mem_{kRqEntries, kRqStride};
@@ -188,6 +201,21 @@ TEST_F(FakeQp, BadWrInTheMiddleStopsThereAndKeepsTheOnesBefore) {
     EXPECT_EQ(bad, &wrs_[2]);
     EXPECT_EQ(sq_mem_.ctrl().producer, 2U);
     EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+}
+
+// WQEs in the ring are posted: another thread's doorbell or the kernel's
+// error flush takes them, and they complete. So a doorbell refused after
+// publishing them fails no WR; the next post answers with the refusal.
+TEST_F(FakeQp, ARefusedDoorbellLeavesThePublishedWrsPostedAndFailsTheNextPost) {
+    refuse_doorbells();
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(post_send(ibqp(), send_chain(3), &bad), 0);
+    EXPECT_EQ(bad, nullptr) << "no WR named as not posted";
+    EXPECT_EQ(sq_mem_.ctrl().producer, 3U);
+
+    EXPECT_EQ(post_send(ibqp(), send_chain(2), &bad), EBADF);
+    EXPECT_EQ(bad, wrs_.data());
+    EXPECT_EQ(sq_mem_.ctrl().producer, 3U) << "nothing published after the refusal";
 }
 
 TEST_F(FakeQp, PostSendBeforeRtsIsRefusedUntouched) {
@@ -561,6 +589,39 @@ TEST_F(FakeQp, BindMwPostsAType1BindAndUpdatesTheKey) {
     mw.type = IBV_MW_TYPE_2; // bound by IBV_WR_BIND_MW only
     EXPECT_EQ(bind_mw(ibqp(), &mw, &bind), EINVAL);
     EXPECT_EQ(mw.rkey, 0x123400U);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+}
+
+TEST_F(FakeQp, ABindWhoseDoorbellIsRefusedStillGivesTheNewKey) {
+    refuse_doorbells();
+    ibv_mr mr{};
+    ibv_mw mw{};
+    mw.rkey = 0x1234ff;
+    mw.type = IBV_MW_TYPE_1;
+    ibv_mw_bind bind{};
+    bind.bind_info = ibv_mw_bind_info{
+            .mr = &mr, .addr = 0x2000, .length = 64, .mw_access_flags = IBV_ACCESS_REMOTE_READ};
+    EXPECT_EQ(bind_mw(ibqp(), &mw, &bind), 0);
+    EXPECT_EQ(mw.rkey, 0x123400U) << "the bind is posted: its key is the window's";
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+
+    EXPECT_EQ(bind_mw(ibqp(), &mw, &bind), EBADF);
+    EXPECT_EQ(mw.rkey, 0x123400U);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+}
+
+TEST_F(FakeQpEx, ABatchWhoseDoorbellIsRefusedIsPostedAndTheNextOneIsNot) {
+    refuse_doorbells();
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 0x77, 0x1000, 64);
+    EXPECT_EQ(ibv_wr_complete(qpx_), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+
+    ibv_wr_start(qpx_);
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 0x77, 0x1000, 64);
+    EXPECT_EQ(ibv_wr_complete(qpx_), EBADF);
     EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
 }
 
