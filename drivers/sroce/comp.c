@@ -36,7 +36,7 @@ void sroce_req_count(struct sroce_qp *qp, enum sroce_rx_stat stat)
 	atomic64_inc(&qp->sdev->rx_stats.c[stat]);
 }
 
-static u8 sroce_wc_opcode(u8 wr_opcode)
+static u8 sroce_wc_opcode(u32 wr_opcode)
 {
 	switch (wr_opcode) {
 	case IB_WR_RDMA_WRITE:
@@ -63,7 +63,8 @@ static u8 sroce_wc_opcode(u8 wr_opcode)
 	}
 }
 
-static int sroce_comp_post_cqe(struct sroce_qp *qp, u64 wr_id, u8 opcode,
+/* @opcode: an enum ib_wr_opcode; from a ring slot, whatever user space wrote */
+static int sroce_comp_post_cqe(struct sroce_qp *qp, u64 wr_id, u32 opcode,
 			       u32 byte_len, enum ib_wc_status status,
 			       struct sroce_comp_notify *n)
 {
@@ -397,20 +398,22 @@ static void sroce_comp_fix_req(struct sroce_qp *qp)
 }
 
 /* The WQE containing @psn completes with @status; the QP errors. */
-static void sroce_comp_fail(struct sroce_qp *qp, u32 psn,
+/* Completes the WQE holding @psn with @status: false if none holds it. */
+static bool sroce_comp_fail(struct sroce_qp *qp, u32 psn,
 			    enum ib_wc_status status,
 			    struct sroce_comp_notify *n)
 {
 	struct sroce_swqe *wqe = sroce_comp_find(qp, psn, NULL);
 
 	if (!wqe)
-		return;
+		return false;
 	if ((wqe->flags & SROCE_SWQE_F_RD_ATOMIC) &&
 	    wqe->state != SROCE_SWQE_DONE)
 		qp->req.rd_atomic--;
 	wqe->state = SROCE_SWQE_DONE;
 	wqe->status = status;
 	sroce_comp_retire(qp, n);
+	return true;
 }
 
 /*
@@ -779,7 +782,12 @@ static void sroce_comp_retrans_timeout(struct timer_list *t)
 		mod_timer(&comp->retrans_timer, jiffies + 1);
 	} else if (!comp->retry_left) {
 		comp->timeout_suspect = false;
-		sroce_comp_fail(qp, comp->psn, IB_WC_RETRY_EXC_ERR, &n);
+		/*
+		 * Work is outstanding, so a WQE holds comp.psn; were none to,
+		 * the QP fails whole rather than wait for nothing, unarmed.
+		 */
+		if (!sroce_comp_fail(qp, comp->psn, IB_WC_RETRY_EXC_ERR, &n))
+			sroce_qp_error_locked(qp, &n);
 	} else {
 		comp->timeout_suspect = false;
 		sroce_req_count(qp, SROCE_REQ_TIMEOUTS);
