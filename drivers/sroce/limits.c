@@ -134,7 +134,8 @@ void sroce_limits_cleanup(struct sroce_limits *limits)
  * The entry of @uid, made if it has none (process context). The entry's
  * reference is the caller's.
  */
-static struct sroce_user *sroce_user_get(struct sroce_limits *limits, kuid_t uid)
+static struct sroce_user *sroce_user_get(struct sroce_limits *limits,
+					 kuid_t uid)
 {
 	unsigned long key = __kuid_val(uid);
 	struct sroce_user *user, *new;
