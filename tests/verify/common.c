@@ -42,6 +42,23 @@ long now_ms(void)
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+long long port_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 struct ibv_context *open_device(const char *name)
 {
 	struct ibv_context *ctx = NULL;
@@ -69,15 +86,16 @@ union ibv_gid query_gid(struct ibv_context *ctx, int gidx)
 	return gid;
 }
 
-struct ibv_qp *create_qp(struct ibv_pd *pd, enum ibv_qp_type type,
-			 struct ibv_cq *cq, struct ibv_srq *srq,
-			 uint32_t send_wr, uint32_t recv_wr, int access)
+struct ibv_qp *create_qp_sge(struct ibv_pd *pd, enum ibv_qp_type type,
+			     struct ibv_cq *cq, struct ibv_srq *srq,
+			     uint32_t send_wr, uint32_t recv_wr,
+			     uint32_t send_sge, int access)
 {
 	struct ibv_qp_init_attr init = {
 		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = type,
 		.cap = { .max_send_wr = send_wr,
 			 .max_recv_wr = srq ? 0 : recv_wr,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+			 .max_send_sge = send_sge, .max_recv_sge = 1 },
 	};
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = access };
@@ -89,6 +107,13 @@ struct ibv_qp *create_qp(struct ibv_pd *pd, enum ibv_qp_type type,
 			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		die("modify INIT");
 	return qp;
+}
+
+struct ibv_qp *create_qp(struct ibv_pd *pd, enum ibv_qp_type type,
+			 struct ibv_cq *cq, struct ibv_srq *srq,
+			 uint32_t send_wr, uint32_t recv_wr, int access)
+{
+	return create_qp_sge(pd, type, cq, srq, send_wr, recv_wr, 1, access);
 }
 
 void connect_qp(struct ibv_qp *qp, const struct qp_path *p)

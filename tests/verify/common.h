@@ -37,6 +37,9 @@ void fatal(const char *fmt, ...)
 
 long now_ms(void);
 
+/* Counter @name of port 1 of device @dev (hw_counters), or -1 if none. */
+long long port_counter(const char *dev, const char *name);
+
 /* The device called @name; dies if there is none. */
 struct ibv_context *open_device(const char *name);
 union ibv_gid query_gid(struct ibv_context *ctx, int gidx);
@@ -49,6 +52,11 @@ union ibv_gid query_gid(struct ibv_context *ctx, int gidx);
 struct ibv_qp *create_qp(struct ibv_pd *pd, enum ibv_qp_type type,
 			 struct ibv_cq *cq, struct ibv_srq *srq,
 			 uint32_t send_wr, uint32_t recv_wr, int access);
+/* The same with @send_sge SGEs per send WQE. */
+struct ibv_qp *create_qp_sge(struct ibv_pd *pd, enum ibv_qp_type type,
+			     struct ibv_cq *cq, struct ibv_srq *srq,
+			     uint32_t send_wr, uint32_t recv_wr,
+			     uint32_t send_sge, int access);
 
 /* Where a QP sends to; zero fields take the defaults given. */
 struct qp_path {

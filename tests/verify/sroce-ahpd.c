@@ -128,17 +128,10 @@ static struct ibv_qp *ud_qp(struct endpoint *e)
 
 static uint64_t tx_packets(void)
 {
-	char path[256];
-	unsigned long long v = 0;
-	FILE *f;
+	long long v = port_counter(dev_name, "tx_packets");
 
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/tx_packets",
-		 dev_name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%llu", &v) != 1)
-		die(path);
-	fclose(f);
+	if (v < 0)
+		fatal("%s has no tx_packets counter", dev_name);
 	return v;
 }
 

@@ -484,24 +484,6 @@ static void owner_destroyed_qp(uint64_t a5, struct ibv_mw *w[3])
 	get(102);
 }
 
-static long counter(const char *name)
-{
-	char path[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", devname,
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 static const char *const counter_names[] = {
 	"mw_binds", "mw_local_invs", "mw_remote_invs", "resp_err_naks",
 };
@@ -520,7 +502,7 @@ static void owner(void)
 
 	owner_rxe = !strncmp(devname, "rxe", 3);
 	for (i = 0; i < 4; i++)
-		before[i] = counter(counter_names[i]);
+		before[i] = port_counter(devname, counter_names[i]);
 	for (i = 0; i < BUF_SIZE; i++)
 		buf[i] = pat(11, i - 16384);
 
@@ -644,7 +626,7 @@ static void owner(void)
 		return;
 	}
 	for (i = 0; i < 4; i++) {
-		after = counter(counter_names[i]);
+		after = port_counter(devname, counter_names[i]);
 		printf("mw: %s +%ld\n", counter_names[i], after - before[i]);
 		CHECK(after - before[i] == want[i], "%s moved by %ld, not %ld",
 		      counter_names[i], after - before[i], want[i]);

@@ -74,25 +74,6 @@ static unsigned char *sge_addr(uint32_t slot, int j)
 	return sbuf + slot * SLOT_LEN + j * (SGE_LEN + SGE_GAP) + SGE_GAP / 2;
 }
 
-/* RC QPs with NSGE send SGEs: common.h's create_qp() makes one. */
-static struct ibv_qp *make_qp(struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = DEPTH, .max_recv_wr = RECVS,
-			 .max_send_sge = NSGE, .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	struct ibv_qp *qp = ibv_create_qp(pd, &init);
-
-	if (!qp)
-		die("ibv_create_qp");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("modify INIT");
-	return qp;
-}
-
 /* Post the receive of @slot (its wr_id), unless its QP is gone. */
 static void post_recv_slot(uint32_t slot)
 {
@@ -112,8 +93,8 @@ static void pair_new(void)
 				.dgid = query_gid(ctx, gidx) };
 	uint32_t i;
 
-	sqp = make_qp(scq);
-	rqp = make_qp(rcq);
+	sqp = create_qp_sge(pd, IBV_QPT_RC, scq, NULL, DEPTH, RECVS, NSGE, 0);
+	rqp = create_qp_sge(pd, IBV_QPT_RC, rcq, NULL, DEPTH, RECVS, NSGE, 0);
 	path.dqpn = rqp->qp_num;
 	connect_qp(sqp, &path);
 	path.dqpn = sqp->qp_num;
