@@ -912,14 +912,14 @@ int sroce_mr_atomic_write(struct sroce_mr *mr, u64 iova, u64 value)
 	return err;
 }
 
-int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge)
+s64 sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge)
 {
 	u64 total = 0;
 	u32 i;
 
 	for (i = 0; i < num_sge; i++)
 		total += sgl[i].length;
-	return total > SROCE_MAX_MSG_SIZE ? -EMSGSIZE : (int)total;
+	return total > SROCE_MAX_MSG_SIZE ? -EMSGSIZE : (s64)total;
 }
 
 /*

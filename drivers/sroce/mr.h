@@ -384,8 +384,11 @@ int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sgl, u32 num_sge, u32 len,
 		    int access);
 
-/* Sum of SGE lengths, or -EMSGSIZE beyond 2^31 (the IB message limit). */
-int sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);
+/*
+ * Sum of SGE lengths, or -EMSGSIZE beyond 2^31 (the IB message limit,
+ * itself allowed: hence s64).
+ */
+s64 sroce_sgl_length(const struct sroce_sge *sgl, u32 num_sge);
 
 /*
  * May a REG_MR grant @access? Not flags no fast-registration MR can have,

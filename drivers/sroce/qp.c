@@ -938,7 +938,7 @@ int sroce_rwqe_copy(const struct sroce_rq *rq, u32 index,
 {
 	const struct sroce_recv_wqe *slot = sroce_queue_slot(&rq->queue, index);
 	u32 num_sge;
-	int len;
+	s64 len;
 
 	wqe->wr_id = READ_ONCE(slot->wr_id);
 	num_sge = READ_ONCE(slot->num_sge);

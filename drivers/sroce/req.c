@@ -372,7 +372,7 @@ static enum ib_wc_status sroce_swqe_payload(struct sroce_qp *qp,
 					    const struct sroce_send_wqe *hdr,
 					    const u8 *slot_data)
 {
-	int len;
+	s64 len;
 
 	if (wqe->send_flags & IB_SEND_INLINE) {
 		if (wqe->flags & SROCE_SWQE_F_RD_ATOMIC)
