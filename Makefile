@@ -111,6 +111,9 @@ verify: $(ODPCHECK)
 # ... the rereg-racing-SENDs checker of tests/integration/rereg-race.sh.
 REREGCHECK := $(BUILD)/sroce-rereg-race
 verify: $(REREGCHECK)
+# ... the 2 GiB WRITE of tests/integration/big-write.sh.
+BIGWRITECHECK := $(BUILD)/sroce-bigwrite
+verify: $(BIGWRITECHECK)
 
 # ... sroce-flush again, against Debian 13's libibverbs headers, which have
 # ibv_wr_flush() (rdma-core 45 and later): there it posts FLUSH too
@@ -155,7 +158,8 @@ $(UDCHECK) $(MCASTCHECK): $(BUILD)/%: tests/verify/%.c
 VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(HOSTILECTXCHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
-	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK) $(REREGCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK) $(REREGCHECK) \
+	$(BIGWRITECHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
