@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=2400 full-only
+# sroce-test: kernels=6.1 full-kernels=6.1 pairs=sroce:sroce timeout=2400 full-only
 # SPDX-License-Identifier: GPL-2.0
 #
 # One 2 GiB RDMA WRITE at path MTU 256 over a lossy link
