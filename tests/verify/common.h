@@ -37,6 +37,8 @@ void fatal(const char *fmt, ...)
 
 long now_ms(void);
 
+/* A number in a sysfs file, or -1 where there is no such file. */
+long long sysfs_number(const char *path);
 /* Counter @name of port 1 of device @dev (hw_counters), or -1 if none. */
 long long port_counter(const char *dev, const char *name);
 

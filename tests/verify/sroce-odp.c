@@ -355,20 +355,6 @@ static void check_implicit(void)
 	munmap(dst, ILEN);
 }
 
-/* A number in a sysfs file, or -1 where there is no such file. */
-static long long sysfs_number(const char *path)
-{
-	long long v = -1;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /* Children of the device's implicit MRs; a CHECK fails where none shows. */
 static long long odp_children(void)
 {
