@@ -834,6 +834,12 @@ int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write)
 	return sroce_odp_ready(mr, iova, len, write);
 }
 
+void sroce_mr_wait_fault(struct sroce_mr *mr)
+{
+	if (mr->type == SROCE_MR_ODP)
+		sroce_odp_wait(mr);
+}
+
 int sroce_mr_read(struct sroce_mr *mr, u64 iova, void *dst, u32 len)
 {
 	unsigned long flags;

@@ -380,6 +380,8 @@ int sroce_sgl_append_skb(const struct sroce_sgl_mrs *m, struct sk_buff *skb,
  * atomic's result); the copies still check each page (odp.h).
  */
 int sroce_mr_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
+/* Process context: wait for the ODP fault a copy's -EAGAIN queued. */
+void sroce_mr_wait_fault(struct sroce_mr *mr);
 int sroce_sgl_ready(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sgl, u32 num_sge, u32 len,
 		    int access);

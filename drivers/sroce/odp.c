@@ -547,6 +547,11 @@ int sroce_odp_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write)
 	return mapped ? 0 : sroce_odp_want(mr, va, len, write);
 }
 
+void sroce_odp_wait(struct sroce_mr *mr)
+{
+	flush_work(&mr->odp.fault_work);
+}
+
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,
 			    unsigned int *off)
 {

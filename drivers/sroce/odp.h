@@ -15,8 +15,9 @@
  * page stays where it is until the copies using it are done. A copy finding a page missing
  * copies nothing: it queues a fault of its range on a work item, which
  * may sleep, and its caller retries later (the requester after a short
- * timer, the responder by an RNR NAK that makes the peer retry, the
- * completer by dropping the response so that the READ is sent again). A
+ * timer, the responder by an RNR NAK that makes the peer retry, its READ
+ * responses once the fault was served, the completer by dropping the
+ * response so that the READ is sent again). A
  * fault that cannot map the range (the memory is gone or read-only) is
  * remembered, and the next copy finding a page of it missing fails with
  * -EFAULT, which becomes the usual protection or remote access error.
@@ -71,6 +72,13 @@ void sroce_odp_unlock(struct sroce_mr *mr, unsigned long flags);
  * queued, or -EFAULT. Any context.
  */
 int sroce_odp_ready(struct sroce_mr *mr, u64 iova, u64 len, bool write);
+
+/*
+ * Process context, holding a reference on @mr: return once the fault a
+ * copy queued (its -EAGAIN) was served, mapped or not. For a caller that
+ * can wait instead of having the peer retry (READ responses, resp.c).
+ */
+void sroce_odp_wait(struct sroce_mr *mr);
 
 /* The page holding @iova and the offset in it; ODP lock held. */
 struct page *sroce_odp_page(const struct sroce_mr *mr, u64 iova,

@@ -949,6 +949,12 @@ drop:
 #define SROCE_RESP_TX_BATCH	64
 /* How long @tx_work waits for a full transmit queue, in 100 us steps. */
 #define SROCE_RESP_TX_RETRIES	200
+/*
+ * Faults @tx_work waits for at one READ response packet before it leaves
+ * the READ to the requester's timer: memory the application keeps
+ * unmapping as fast as it is faulted in must not hold the QP forever.
+ */
+#define SROCE_RESP_TX_FAULTS	16
 /* Replies a QP queues for @tx_work: every responder resource, and room. */
 #define SROCE_RESP_TX_QUEUE_MAX	(SROCE_MAX_RD_ATOMIC + 64)
 
@@ -956,6 +962,7 @@ enum resp_tx_status {
 	RESP_TX_DONE,		/* everything sent */
 	RESP_TX_MORE,		/* budget used up */
 	RESP_TX_FULL,		/* the transmit queue is full: try again */
+	RESP_TX_FAULT,		/* an ODP page is faulted in: wait, try again */
 	RESP_TX_ABANDON,	/* cannot be sent: the requester will retry */
 };
 
@@ -998,7 +1005,9 @@ static enum resp_tx_status resp_xmit_status(int err)
 {
 	if (!err)
 		return RESP_TX_DONE;
-	return err == -ENOBUFS ? RESP_TX_FULL : RESP_TX_ABANDON;
+	if (err == -ENOBUFS)
+		return RESP_TX_FULL;
+	return err == -EAGAIN ? RESP_TX_FAULT : RESP_TX_ABANDON;
 }
 
 static enum resp_tx_status resp_xmit_ack(struct sroce_qp *qp,
@@ -1031,7 +1040,10 @@ static u8 resp_read_opcode(bool first, bool last)
 		      SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 }
 
-/* One READ response packet: the next min(left, MTU) bytes at r->va. */
+/*
+ * One READ response packet: the next min(left, MTU) bytes at r->va.
+ * -EAGAIN: an ODP page of them is being faulted in, nothing went out.
+ */
 static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 			      struct resp_reply *r, u32 n)
 {
@@ -1040,9 +1052,7 @@ static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 	u8 opcode = resp_opcode(qp, resp_read_opcode(!r->started,
 						     n == r->len));
 	struct sk_buff *skb;
-
-	if (n == r->len)
-		resp_reply_retire(qp, r);
+	int err;
 
 	skb = resp_alloc_skb(qp, opcode, zcopy ? 0 : n, n, r->psn);
 	if (!skb)
@@ -1050,10 +1060,14 @@ static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
 	if (sroce_op_flags(opcode) & SROCE_OPF_AETH)
 		sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
 			       resp_syn_ack(), r->msn);
-	if (n && sroce_mr_append_skb(mr, r->va, skb, n, zcopy)) {
+	err = n ? sroce_mr_append_skb(mr, r->va, skb, n, zcopy) : 0;
+	if (err) {
 		kfree_skb(skb);
-		return -EFAULT;
+		return err == -EAGAIN ? err : -EFAULT;
 	}
+	/* the peer may start another READ once it has this one */
+	if (n == r->len)
+		resp_reply_retire(qp, r);
 	return sroce_qp_xmit(qp, skb);
 }
 
@@ -1091,7 +1105,7 @@ static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
 					  struct resp_reply *r,
 					  unsigned int budget)
 {
-	u32 mtu = sroce_qp_mtu(qp), n;
+	u32 mtu = sroce_qp_mtu(qp), n, sent = 0;
 	struct sroce_mr *mr = NULL;
 	enum resp_tx_status st;
 	int err;
@@ -1105,8 +1119,11 @@ static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
 		n = min(r->len, mtu);
 		err = resp_xmit_read_one(qp, mr, r, n);
 		st = resp_xmit_status(err);
+		if (st == RESP_TX_FAULT && sent)
+			st = RESP_TX_MORE;	/* progress: wait next time */
 		if (st != RESP_TX_DONE)
 			break;
+		sent++;
 		r->started = true;
 		r->va += n;
 		r->len -= n;
@@ -1118,6 +1135,21 @@ static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
 	if (mr)
 		sroce_mr_put(mr);
 	return st;
+}
+
+/*
+ * Process context: wait for the ODP fault that stopped READ @r at its
+ * next response packet (RESP_TX_FAULT).
+ */
+static void resp_wait_read_fault(struct sroce_qp *qp,
+				 const struct resp_reply *r)
+{
+	struct sroce_mr *mr = resp_read_mr(qp, r);
+
+	if (mr) {
+		sroce_mr_wait_fault(mr);
+		sroce_mr_put(mr);
+	}
 }
 
 static enum resp_tx_status resp_xmit(struct sroce_qp *qp, struct resp_reply *r,
@@ -1270,12 +1302,12 @@ static void resp_tx_fatal(struct sroce_qp *qp, u32 gen)
 
 /*
  * Process context: send the deferred replies in order, waiting while the
- * transmit queue is full. Replies of a QP that left RTR/RTS/SQD, or that
- * were described before a RESET, are dropped: the READ responses of an old
- * connection must not reach the peer of a new one. A fatal NAK moves the
- * QP to the error state once it went out, after the answers queued before
- * it. Drops the QP reference taken by resp_defer() when the queue is
- * empty.
+ * transmit queue is full or a READ's ODP page is faulted in. Replies of a
+ * QP that left RTR/RTS/SQD, or that were described before a RESET, are
+ * dropped: the READ responses of an old connection must not reach the
+ * peer of a new one. A fatal NAK moves the QP to the error state once it
+ * went out, after the answers queued before it. Drops the QP reference
+ * taken by resp_defer() when the queue is empty.
  */
 static void resp_tx_work(struct work_struct *work)
 {
@@ -1294,6 +1326,10 @@ static void resp_tx_work(struct work_struct *work)
 			st = resp_xmit(qp, &tx->r, SROCE_RESP_TX_BATCH);
 		if (st == RESP_TX_FULL && waited++ < SROCE_RESP_TX_RETRIES) {
 			usleep_range(100, 200);
+			continue;
+		}
+		if (st == RESP_TX_FAULT && waited++ < SROCE_RESP_TX_FAULTS) {
+			resp_wait_read_fault(qp, &tx->r);
 			continue;
 		}
 		waited = 0;

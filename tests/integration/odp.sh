@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug pairs=none timeout=500
+# sroce-test: kernels=debug full-kernels=debug,7.2 pairs=none timeout=500
 # SPDX-License-Identifier: GPL-2.0
 #
 # On-demand paging MRs beyond rdma-core's suite (pyverbs.sh runs its ODP

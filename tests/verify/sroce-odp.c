@@ -49,7 +49,10 @@
  * driver's faults and invalidations race. Every byte READ must be 0 (a
  * page freshly faulted in) or the pattern this round wrote to its page:
  * anything else came from a page the process no longer owns. Once the
- * other thread stopped, a last WRITE must reach every page. Prints
+ * other thread stopped, a last WRITE must reach every page. At most a
+ * quarter of the rounds may fail (a READ response packet that met fault
+ * after fault gives up; before, a READ gave up at its first missing page
+ * and on 7.2 nearly every round failed). Prints
  * "churn: R rounds, B bad bytes, ...: PASS|FAIL".
  */
 #define _GNU_SOURCE
@@ -685,7 +688,9 @@ static int churn(long seconds)
 	      ibv_wc_status_str(st), last);
 	CHECK(!bad, "churn: %ld bytes READ from pages the process does not own",
 	      bad);
-	CHECK(round > errs, "churn: %u rounds, %u failed", round, errs);
+	/* a round fails only where a READ response packet met 16 faults */
+	CHECK(round && errs * 4 <= round, "churn: %u rounds, %u failed", round,
+	      errs);
 	pair_free(&p);
 	ibv_dereg_mr(tgt_mr);
 	ibv_dereg_mr(src_mr);
