@@ -42,11 +42,15 @@ void sroce_mr_table_init(struct sroce_dev *sdev)
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 }
 
+SROCE_EXPORT_FOR_KUNIT(sroce_mr_table_init);
+
 void sroce_mr_table_fini(struct sroce_dev *sdev)
 {
 	WARN_ON(!xa_empty(&sdev->mr_xa));
 	xa_destroy(&sdev->mr_xa);
 }
+
+SROCE_EXPORT_FOR_KUNIT(sroce_mr_table_fini);
 
 /*
  * A random free index for @entry (an MR or a tagged window); a sequential
@@ -67,6 +71,8 @@ int sroce_key_insert(struct sroce_dev *sdev, void *entry, u32 *index)
 			       XA_LIMIT(1, SROCE_MR_INDEX_MAX), GFP_KERNEL);
 	return err;
 }
+
+SROCE_EXPORT_FOR_KUNIT(sroce_key_insert);
 
 /* Give @mr a key: a random free index and a random key byte. */
 static int sroce_mr_insert(struct sroce_dev *sdev, struct sroce_mr *mr)
@@ -537,6 +543,8 @@ void sroce_mr_put(struct sroce_mr *mr)
 		complete(&mr->released);
 }
 
+SROCE_EXPORT_FOR_KUNIT(sroce_mr_put);
+
 static bool sroce_mr_contains(const struct sroce_mr *mr, u64 addr, u64 len)
 {
 	if (addr + len < addr)
@@ -569,6 +577,8 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 {
 	return sroce_mr_lookup(sdev, pd, key, addr, len, access, false);
 }
+
+SROCE_EXPORT_FOR_KUNIT(sroce_mr_get);
 
 struct sroce_mr *sroce_mr_get_whole(struct sroce_dev *sdev, struct ib_pd *pd,
 				    u32 key, int access)
@@ -1014,11 +1024,15 @@ int sroce_sgl_hold(struct sroce_sgl_mrs *m, struct sroce_dev *sdev,
 	return 0;
 }
 
+SROCE_EXPORT_FOR_KUNIT(sroce_sgl_hold);
+
 void sroce_sgl_release(struct sroce_sgl_mrs *m)
 {
 	while (m->n)
 		sroce_mr_put(m->mr[--m->n]);
 }
+
+SROCE_EXPORT_FOR_KUNIT(sroce_sgl_release);
 
 /* sroce_sgl_walk() over the MRs @m holds: the same pieces, no lookups. */
 static int sroce_sgl_walk_held(const struct sroce_sgl_mrs *m,
@@ -1120,6 +1134,8 @@ int sroce_sgl_append_skb(const struct sroce_sgl_mrs *m, struct sk_buff *skb,
 	return sroce_sgl_walk_held(m, sroce_sgl_append_fn, &c);
 }
 
+SROCE_EXPORT_FOR_KUNIT(sroce_sgl_append_skb);
+
 static int sroce_sgl_frags_fn(struct sroce_mr *mr, u64 addr, u32 len,
 			      void *ctx)
 {
@@ -1134,3 +1150,5 @@ unsigned int sroce_sgl_frags(const struct sroce_sgl_mrs *m)
 	sroce_sgl_walk_held(m, sroce_sgl_frags_fn, &frags);
 	return frags;
 }
+
+SROCE_EXPORT_FOR_KUNIT(sroce_sgl_frags);
