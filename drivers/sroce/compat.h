@@ -146,6 +146,15 @@ static_assert(SROCE_FLUSH_MR == IB_FLUSH_MR);
 #endif
 
 /*
+ * crc32_le() is the architecture's fastest CRC-32 (PCLMULQDQ folding on
+ * x86) from 6.14 on; before, it is the generic table code, about 20 times
+ * slower per byte on x86, and only the crypto API's "crc32" reaches
+ * crc32-pclmul (as rdma_rxe does). icrc.c asks the crypto API where
+ * crc32_le() is generic.
+ */
+#define SROCE_CRC32_VIA_CRYPTO		(!SROCE_KERNEL_AT_LEAST(6, 14))
+
+/*
  * Resizing a CQ became user space's business only in 7.2
  * (ib_device_ops.resize_user_cq, an unsigned count); resize_cq took an
  * int before. sroce_resize_cq() takes the unsigned count (a negative int

@@ -35,4 +35,15 @@ u32 sroce_icrc_compute(struct sk_buff *skb);
 /* 0 if the ICRC at the end of skb matches, -EBADMSG if not. */
 int sroce_icrc_check(struct sk_buff *skb);
 
+/*
+ * The CRC-32 engine (compat.h, SROCE_CRC32_VIA_CRYPTO): found at module
+ * load, never failing (crc32_le() is the floor), released at unload.
+ */
+void sroce_icrc_module_init(void);
+void sroce_icrc_module_exit(void);
+/* crc32_le(crc, data, len), computed by the engine; any context. */
+u32 sroce_icrc_crc32(u32 crc, const void *data, size_t len);
+/* The engine's name (parameter icrc_engine): a crypto driver or crc32_le. */
+const char *sroce_icrc_engine(void);
+
 #endif /* SROCE_ICRC_H */

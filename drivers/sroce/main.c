@@ -33,6 +33,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce.h"
+#include "icrc.h"
 #include "odp.h"
 #include "qp.h"
 
@@ -403,16 +404,21 @@ static int __init sroce_init(void)
 	int err;
 
 	sroce_odp_module_init();
+	sroce_icrc_module_init();
 	err = sroce_net_module_init();
 	if (err)
-		return err;
+		goto err_icrc;
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
 	if (err) {
 		sroce_net_module_exit();
-		return err;
+		goto err_icrc;
 	}
 	rdma_link_register(&sroce_link_ops);
 	return 0;
+
+err_icrc:
+	sroce_icrc_module_exit();
+	return err;
 }
 
 /*
@@ -434,6 +440,7 @@ static void __exit sroce_exit(void)
 	sroce_net_module_exit();
 	/* QP paths that modify_qp replaced are freed by RCU callbacks. */
 	rcu_barrier();
+	sroce_icrc_module_exit();
 }
 
 module_init(sroce_init);

@@ -2,10 +2,12 @@
 /*
  * ICRC against packets whose ICRC was computed outside the kernel
  * (icrc_vectors.h, from scapy), over linear, fragmented and frag-listed
- * skbs, and the masking rules of IBTA A17.8.
+ * skbs, the masking rules of IBTA A17.8, and the CRC-32 engine (the
+ * crypto API's "crc32" before 6.14) against crc32_le().
  */
 #include <kunit/test.h>
 #include <linux/crc32.h>
+#include <linux/random.h>
 
 #include "icrc.h"
 #include "icrc_vectors.h"
@@ -163,10 +165,39 @@ static void icrc_mask_test(struct kunit *test)
 			-EBADMSG);
 }
 
+/*
+ * The engine (the crypto API's "crc32" before 6.14, crc32_le() after)
+ * against crc32_le() itself: the lengths around the folding code's
+ * thresholds and strides, at every alignment of a word, with the seeds
+ * the ICRC uses and a random one. The vectors above check the ICRC.
+ */
+static void icrc_engine_test(struct kunit *test)
+{
+	static const size_t lens[] = {
+		0, 1, 3, 8, 15, 16, 17, 63, 64, 65, 79, 80, 127, 128, 129,
+		255, 256, 1000, 1024, 4095, 4096, 4097, 9000,
+	};
+	const u32 seeds[] = { ~0U, SROCE_ICRC_LRH_SEED, get_random_u32() };
+	u8 *buf = kunit_kmalloc(test, 9000 + 8, GFP_KERNEL);
+	unsigned int l, off, s, bad = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	get_random_bytes(buf, 9000 + 8);
+	kunit_info(test, "ICRC engine: %s\n", sroce_icrc_engine());
+	for (l = 0; l < ARRAY_SIZE(lens); l++)
+		for (off = 0; off < 8; off++)
+			for (s = 0; s < ARRAY_SIZE(seeds); s++)
+				bad += sroce_icrc_crc32(seeds[s], buf + off,
+							lens[l]) !=
+				       crc32_le(seeds[s], buf + off, lens[l]);
+	KUNIT_EXPECT_EQ(test, bad, 0);
+}
+
 static struct kunit_case sroce_icrc_cases[] = {
 	KUNIT_CASE(icrc_seed_test),
 	KUNIT_CASE(icrc_vectors_test),
 	KUNIT_CASE(icrc_mask_test),
+	KUNIT_CASE(icrc_engine_test),
 	{}
 };
 
