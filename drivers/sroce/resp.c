@@ -6,21 +6,17 @@
  * Every request packet is handled to the end under the QP's responder lock
  * (struct sroce_resp_state): PSN check, data placement, receive completion
  * and the decision what to answer. The answer (ACK, NAK, atomic ACK or
- * READ responses) is described in a struct resp_reply and transmitted after
- * the lock is dropped, so no lock is held across the IP stack; the
- * consumer's completion and event handlers the packet owes are called
- * after it too (struct sroce_resp_state.owed). Long READ
- * responses are paced by a work item (resp_tx_work) instead of flooding
- * the transmit queue from softirq.
+ * READ responses) is described in a struct resp_reply (resp_tx.h) and
+ * transmitted by resp_tx.c after the lock is dropped, so no lock is held
+ * across the IP stack; the consumer's completion and event handlers the
+ * packet owes are called after it too (struct sroce_resp_state.owed).
  *
  * Everything in a packet is untrusted. net.c has checked that the headers
  * of the opcode are present and that the payload length matches the UDP
  * length; here lengths are checked against the path MTU, the message
  * (RETH DMA length, receive WQE) and the MR before a byte is placed.
  */
-#include <linux/delay.h>
 #include <linux/kernel.h>
-#include <linux/minmax.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
@@ -32,14 +28,13 @@
 #include "psn.h"
 #include "qp.h"
 #include "resp.h"
+#include "resp_tx.h"
 #include "sroce.h"
 #include "srq.h"
 #include "wire.h"
 
 /* ACK after this many requests even without AckReq (ACK coalescing). */
 #define SROCE_RESP_ACK_EVERY	16
-/* READ response payloads from this size on reference user pages. */
-#define SROCE_RESP_ZCOPY_MIN	512
 /* Bytes of the GRH that precedes a UD receive's payload. */
 #define SROCE_GRH_LEN		40
 
@@ -57,32 +52,7 @@ enum resp_status {
 	RESP_ERR_RQ,		/* receive queue corrupted by user space */
 };
 
-enum resp_reply_kind {
-	REPLY_NONE,
-	REPLY_ACK,		/* ACKNOWLEDGE: ACK, RNR NAK or NAK */
-	REPLY_ATOMIC_ACK,
-	REPLY_READ,
-};
-
-/* What to send once the responder lock is released. */
-struct resp_reply {
-	u8 kind;		/* enum resp_reply_kind */
-	u8 syndrome;		/* AETH syndrome of an ACKNOWLEDGE */
-	bool fatal;		/* then move the QP to the error state */
-	bool holds_res;		/* answers a new request: see resp_res_claim() */
-	u32 gen;		/* resp.gen when it was described */
-	u32 psn;
-	u32 msn;
-	u32 srqn;		/* XRC: the request's SRQ, whose PD READs use */
-	u64 orig;		/* ATOMIC_ACK: the original value */
-	/* READ: what is left to send, from PSN @psn */
-	u32 rkey;
-	u64 va;
-	u32 len;
-	bool started;		/* the FIRST response went out */
-};
-
-static void resp_count(struct sroce_qp *qp, enum sroce_rx_stat stat)
+void sroce_resp_count(struct sroce_qp *qp, enum sroce_rx_stat stat)
 {
 	atomic64_inc(&qp->sdev->rx_stats.c[stat]);
 }
@@ -105,7 +75,7 @@ static struct sroce_mr *resp_rkey_get(struct sroce_qp *qp, u32 rkey, u64 va,
 			      access);
 }
 
-static u8 resp_syn_ack(void)
+u8 sroce_resp_syn_ack(void)
 {
 	/* The responder does not track end-to-end credits. */
 	return sroce_syn_ack(SROCE_AETH_CREDIT_INVALID);
@@ -376,8 +346,8 @@ static enum resp_status resp_write(struct sroce_qp *qp, struct sk_buff *skb)
  * it gets the invalid request NAK (IBTA 9.7.5.1.3), it is not a reason to
  * forget the oldest answers. A resource is busy from the request until
  * the last packet of its answer is handed to the stack, or the answer is
- * dropped (resp_reply_retire()): a requester that keeps to the limit can
- * only send the next such request after that packet reached it.
+ * dropped (resp_tx.c, resp_reply_retire()): a requester that keeps to the
+ * limit can only send the next such request after that packet reached it.
  */
 static bool resp_res_available(const struct sroce_resp_state *rs)
 {
@@ -395,15 +365,6 @@ static struct sroce_resp_res *resp_res_claim(struct sroce_resp_state *rs,
 	atomic_inc(&rs->res_busy);
 	r->holds_res = true;
 	return res;
-}
-
-/* @r's last packet is about to leave, or @r is dropped. */
-static void resp_reply_retire(struct sroce_qp *qp, struct resp_reply *r)
-{
-	if (r->holds_res) {
-		r->holds_res = false;
-		atomic_dec(&qp->resp.res_busy);
-	}
 }
 
 /* The resource of a duplicate READ (PSN in its range) or atomic. */
@@ -666,7 +627,7 @@ static void resp_dup_read(struct sroce_qp *qp, struct sk_buff *skb,
 	r->len = dlen;
 	return;
 drop:
-	resp_count(qp, SROCE_RESP_DROPPED);
+	sroce_resp_count(qp, SROCE_RESP_DROPPED);
 }
 
 static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
@@ -676,14 +637,14 @@ static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
 	const struct sroce_pkt *pkt = sroce_pkt_c(skb);
 	struct sroce_resp_res *res;
 
-	resp_count(qp, SROCE_RESP_DUPLICATES);
+	sroce_resp_count(qp, SROCE_RESP_DUPLICATES);
 	if (pkt->flags & SROCE_OPF_READ) {
 		resp_dup_read(qp, skb, r);
 	} else if (pkt->flags & SROCE_OPF_ATOMIC) {
 		/* replay the result, never the operation */
 		res = resp_res_find(rs, SROCE_RES_ATOMIC, pkt->psn);
 		if (!res) {
-			resp_count(qp, SROCE_RESP_DROPPED);
+			sroce_resp_count(qp, SROCE_RESP_DROPPED);
 			return;
 		}
 		r->kind = REPLY_ATOMIC_ACK;
@@ -694,7 +655,7 @@ static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
 		/* answer again; executing it again could undo later writes */
 		res = resp_res_find(rs, SROCE_RES_PLACEMENT, pkt->psn);
 		if (!res) {
-			resp_count(qp, SROCE_RESP_DROPPED);
+			sroce_resp_count(qp, SROCE_RESP_DROPPED);
 			return;
 		}
 		r->kind = REPLY_READ;
@@ -704,7 +665,7 @@ static void resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb,
 	} else if (sroce_bth_ackreq(sroce_pkt_bth(skb)) ||
 		   (pkt->flags & SROCE_OPF_LAST)) {
 		/* the ACK was lost: acknowledge everything received */
-		resp_reply_ack(r, resp_syn_ack(),
+		resp_reply_ack(r, sroce_resp_syn_ack(),
 			       sroce_psn_add(rs->epsn, SROCE_PSN_MASK), rs->msn);
 	}
 }
@@ -793,7 +754,7 @@ static void resp_rc_fatal(struct sroce_qp *qp, enum resp_status st, u32 psn,
 	if (rs->have_wqe)
 		resp_complete(qp, NULL, wc, SROCE_WC_RECV, 0);
 	rs->failed = true;
-	resp_count(qp, SROCE_RESP_ERR_NAKS);
+	sroce_resp_count(qp, SROCE_RESP_ERR_NAKS);
 	resp_reply_ack(r, sroce_syn_nak(nak), psn, rs->msn);
 	r->fatal = true;
 }
@@ -807,14 +768,14 @@ static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 	enum resp_status st;
 
 	if (unlikely(diff > 0)) {
-		resp_count(qp, SROCE_RESP_OUT_OF_SEQ);
+		sroce_resp_count(qp, SROCE_RESP_OUT_OF_SEQ);
 		/* packets were lost: ask for them once (class B) */
 		if (rs->nak_pending) {
-			resp_count(qp, SROCE_RESP_DROPPED);
+			sroce_resp_count(qp, SROCE_RESP_DROPPED);
 			return;
 		}
 		rs->nak_pending = true;
-		resp_count(qp, SROCE_RESP_SEQ_NAKS);
+		sroce_resp_count(qp, SROCE_RESP_SEQ_NAKS);
 		resp_reply_ack(r, sroce_syn_nak(SROCE_NAK_PSN_SEQ_ERR),
 			       rs->epsn, rs->msn);
 		return;
@@ -832,7 +793,8 @@ static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		if (sroce_bth_ackreq(sroce_pkt_bth(skb)) ||
 		    ++rs->unacked >= SROCE_RESP_ACK_EVERY) {
 			rs->unacked = 0;
-			resp_reply_ack(r, resp_syn_ack(), pkt->psn, rs->msn);
+			resp_reply_ack(r, sroce_resp_syn_ack(), pkt->psn,
+				       rs->msn);
 		}
 		break;
 	case RESP_REPLIED:
@@ -840,7 +802,7 @@ static void resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		break;
 	case RESP_RNR:
 		rs->nak_pending = true;
-		resp_count(qp, SROCE_RESP_RNR_NAKS);
+		sroce_resp_count(qp, SROCE_RESP_RNR_NAKS);
 		resp_reply_ack(r, sroce_syn_rnr(READ_ONCE(qp->attr.min_rnr_timer)),
 			       pkt->psn, rs->msn);
 		break;
@@ -894,7 +856,7 @@ static bool resp_uc(struct sroce_qp *qp, struct sk_buff *skb)
 	resp_uc_abort(rs);
 	rs->uc_drop = !(pkt->flags & SROCE_OPF_LAST);
 drop:
-	resp_count(qp, SROCE_RESP_DROPPED);
+	sroce_resp_count(qp, SROCE_RESP_DROPPED);
 	return false;
 }
 
@@ -937,414 +899,11 @@ static bool resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 drop:
 	/* no receive posted or too small: UD drops silently (class D) */
 	rs->have_wqe = false;
-	resp_count(qp, SROCE_RESP_DROPPED);
+	sroce_resp_count(qp, SROCE_RESP_DROPPED);
 	return false;
 }
 
-/* ---- transmit, outside the lock ---- */
-
-/* READ response packets sent from softirq before the rest is deferred. */
-#define SROCE_RESP_TX_BURST	64
-/* Packets @tx_work sends before it lets others run. */
-#define SROCE_RESP_TX_BATCH	64
-/* How long @tx_work waits for a full transmit queue, in 100 us steps. */
-#define SROCE_RESP_TX_RETRIES	200
-/*
- * Faults @tx_work waits for at one READ response packet before it leaves
- * the READ to the requester's timer: memory the application keeps
- * unmapping as fast as it is faulted in must not hold the QP forever.
- */
-#define SROCE_RESP_TX_FAULTS	16
-/* Replies a QP queues for @tx_work: every responder resource, and room. */
-#define SROCE_RESP_TX_QUEUE_MAX	(SROCE_MAX_RD_ATOMIC + 64)
-
-enum resp_tx_status {
-	RESP_TX_DONE,		/* everything sent */
-	RESP_TX_MORE,		/* budget used up */
-	RESP_TX_FULL,		/* the transmit queue is full: try again */
-	RESP_TX_FAULT,		/* an ODP page is faulted in: wait, try again */
-	RESP_TX_ABANDON,	/* cannot be sent: the requester will retry */
-};
-
-/* A reply waiting in resp.tx_queue. */
-struct resp_tx {
-	struct list_head node;
-	struct resp_reply r;
-};
-
-static struct sk_buff *resp_alloc_skb(struct sroce_qp *qp, u8 opcode,
-				      u32 linear, u32 payload, u32 psn)
-{
-	const struct sroce_opcode_info *oi = sroce_opinfo(opcode);
-	struct sk_buff *skb;
-
-	rcu_read_lock();
-	skb = sroce_net_alloc_skb(qp->sdev, sroce_qp_av(qp), oi->hdr_len,
-				  linear, GFP_ATOMIC);
-	rcu_read_unlock();
-	if (!skb)
-		return NULL;
-	sroce_bth_init((struct sroce_bth *)skb->data, opcode, false,
-		       sroce_pad_len(payload), SROCE_DEFAULT_PKEY,
-		       READ_ONCE(qp->attr.dest_qpn), false, psn);
-	return skb;
-}
-
-/* The response opcode of the QP's transport for an RC one. */
-static u8 resp_opcode(const struct sroce_qp *qp, u8 rc_opcode)
-{
-	return sroce_qp_is_xrc_tgt(qp) ? rc_opcode | SROCE_OP_XRC : rc_opcode;
-}
-
-static void *resp_hdr(struct sk_buff *skb, u8 opcode, enum sroce_ext ext)
-{
-	return skb->data + sroce_opinfo(opcode)->offset[ext];
-}
-
-static enum resp_tx_status resp_xmit_status(int err)
-{
-	if (!err)
-		return RESP_TX_DONE;
-	if (err == -ENOBUFS)
-		return RESP_TX_FULL;
-	return err == -EAGAIN ? RESP_TX_FAULT : RESP_TX_ABANDON;
-}
-
-static enum resp_tx_status resp_xmit_ack(struct sroce_qp *qp,
-					 struct resp_reply *r)
-{
-	u8 opcode = resp_opcode(qp, r->kind == REPLY_ATOMIC_ACK ?
-				SROCE_OP_RC_ATOMIC_ACKNOWLEDGE :
-				SROCE_OP_RC_ACKNOWLEDGE);
-	struct sk_buff *skb;
-
-	resp_reply_retire(qp, r);
-	skb = resp_alloc_skb(qp, opcode, 0, 0, r->psn);
-	if (!skb)
-		return RESP_TX_ABANDON;	/* the requester's timer recovers */
-	sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
-		       r->kind == REPLY_ATOMIC_ACK ? resp_syn_ack() :
-						     r->syndrome, r->msn);
-	if (r->kind == REPLY_ATOMIC_ACK)
-		sroce_atmack_set(resp_hdr(skb, opcode, SROCE_EXT_ATMACK),
-				 r->orig);
-	return resp_xmit_status(sroce_qp_xmit(qp, skb));
-}
-
-static u8 resp_read_opcode(bool first, bool last)
-{
-	if (first)
-		return last ? SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
-			      SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
-	return last ? SROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
-		      SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-}
-
-/*
- * One READ response packet: the next min(left, MTU) bytes at r->va.
- * -EAGAIN: an ODP page of them is being faulted in, nothing went out.
- */
-static int resp_xmit_read_one(struct sroce_qp *qp, struct sroce_mr *mr,
-			      struct resp_reply *r, u32 n)
-{
-	bool zcopy = mr && mr->type == SROCE_MR_USER &&
-		     n >= SROCE_RESP_ZCOPY_MIN && sroce_net_zcopy(qp->sdev);
-	u8 opcode = resp_opcode(qp, resp_read_opcode(!r->started,
-						     n == r->len));
-	struct sk_buff *skb;
-	int err;
-
-	skb = resp_alloc_skb(qp, opcode, zcopy ? 0 : n, n, r->psn);
-	if (!skb)
-		return -ENOMEM;
-	if (sroce_op_flags(opcode) & SROCE_OPF_AETH)
-		sroce_aeth_set(resp_hdr(skb, opcode, SROCE_EXT_AETH),
-			       resp_syn_ack(), r->msn);
-	err = n ? sroce_mr_append_skb(mr, r->va, skb, n, zcopy) : 0;
-	if (err) {
-		kfree_skb(skb);
-		return err == -EAGAIN ? err : -EFAULT;
-	}
-	/* the peer may start another READ once it has this one */
-	if (n == r->len)
-		resp_reply_retire(qp, r);
-	return sroce_qp_xmit(qp, skb);
-}
-
-/*
- * The MR a READ reads, looked up again when its responses go out: with
- * the QP's PD, or an XRC target QP's with the PD of the request's SRQ if
- * it is still there and in the QP's domain.
- */
-static struct sroce_mr *resp_read_mr(struct sroce_qp *qp,
-				     const struct resp_reply *r)
-{
-	struct sroce_srq *srq;
-	struct sroce_mr *mr;
-
-	if (!sroce_qp_is_xrc_tgt(qp))
-		return sroce_rkey_get(qp->sdev, qp->ibqp.pd, &qp->ibqp, r->rkey,
-				      r->va, r->len, IB_ACCESS_REMOTE_READ);
-	srq = sroce_srq_get(qp->sdev, r->srqn);
-	if (!srq)
-		return NULL;
-	mr = NULL;
-	if (srq->ibsrq.ext.xrc.xrcd == qp->xrcd)
-		mr = sroce_rkey_get(qp->sdev, srq->ibsrq.pd, &qp->ibqp, r->rkey,
-				    r->va, r->len, IB_ACCESS_REMOTE_READ);
-	sroce_srq_put(srq);
-	return mr;
-}
-
-/*
- * Send up to @budget READ responses of r, advancing r (va, len, psn) past
- * what went out. The MR is looked up again for each call, so a deferred
- * READ holds no MR reference while it waits.
- */
-static enum resp_tx_status resp_xmit_read(struct sroce_qp *qp,
-					  struct resp_reply *r,
-					  unsigned int budget)
-{
-	u32 mtu = sroce_qp_mtu(qp), n, sent = 0;
-	struct sroce_mr *mr = NULL;
-	enum resp_tx_status st;
-	int err;
-
-	if (r->len) {
-		mr = resp_read_mr(qp, r);
-		if (!mr)
-			return RESP_TX_ABANDON;
-	}
-	do {
-		n = min(r->len, mtu);
-		err = resp_xmit_read_one(qp, mr, r, n);
-		st = resp_xmit_status(err);
-		if (st == RESP_TX_FAULT && sent)
-			st = RESP_TX_MORE;	/* progress: wait next time */
-		if (st != RESP_TX_DONE)
-			break;
-		sent++;
-		r->started = true;
-		r->va += n;
-		r->len -= n;
-		r->psn = sroce_psn_next(r->psn);
-		if (!r->len)
-			break;
-		st = RESP_TX_MORE;
-	} while (--budget);
-	if (mr)
-		sroce_mr_put(mr);
-	return st;
-}
-
-/*
- * Process context: wait for the ODP fault that stopped READ @r at its
- * next response packet (RESP_TX_FAULT).
- */
-static void resp_wait_read_fault(struct sroce_qp *qp,
-				 const struct resp_reply *r)
-{
-	struct sroce_mr *mr = resp_read_mr(qp, r);
-
-	if (mr) {
-		sroce_mr_wait_fault(mr);
-		sroce_mr_put(mr);
-	}
-}
-
-static enum resp_tx_status resp_xmit(struct sroce_qp *qp, struct resp_reply *r,
-				     unsigned int budget)
-{
-	if (r->kind == REPLY_READ)
-		return resp_xmit_read(qp, r, budget);
-	return resp_xmit_ack(qp, r);
-}
-
-/* Is the QP still in a state whose replies are worth sending? */
-static bool resp_tx_live(const struct sroce_qp *qp)
-{
-	enum ib_qp_state state = sroce_qp_state(qp);
-
-	return state == IB_QPS_RTR || state == IB_QPS_RTS ||
-	       state == IB_QPS_SQD;
-}
-
-/*
- * An ACKNOWLEDGE queued behind another one that @tx_work has not started
- * says everything that one says and more: take its place (under @tx_lock).
- */
-static bool resp_defer_coalesce(struct sroce_resp_state *rs,
-				const struct resp_reply *r)
-{
-	struct resp_tx *last;
-
-	if (r->kind != REPLY_ACK || list_is_singular(&rs->tx_queue) ||
-	    list_empty(&rs->tx_queue))
-		return false;
-	last = list_last_entry(&rs->tx_queue, struct resp_tx, node);
-	if (last->r.kind != REPLY_ACK)
-		return false;
-	last->r = *r;
-	return true;
-}
-
-/*
- * Queue @r behind the replies already waiting for @tx_work: true, or false
- * when it was dropped. A peer decides how many requests (duplicates
- * included) arrive while transmit is busy: beyond SROCE_RESP_TX_QUEUE_MAX
- * replies are dropped, as a lost reply would be (the requester retries).
- */
-static bool resp_defer(struct sroce_qp *qp, struct resp_reply *r)
-{
-	struct sroce_resp_state *rs = &qp->resp;
-	struct resp_tx *tx;
-	unsigned long flags;
-
-	tx = kmalloc(sizeof(*tx), GFP_ATOMIC);
-	if (!tx)
-		goto drop;	/* the requester retries */
-	tx->r = *r;
-	spin_lock_irqsave(&rs->tx_lock, flags);
-	if (resp_defer_coalesce(rs, r)) {
-		spin_unlock_irqrestore(&rs->tx_lock, flags);
-		kfree(tx);
-		return true;
-	}
-	if (rs->tx_len >= SROCE_RESP_TX_QUEUE_MAX) {
-		spin_unlock_irqrestore(&rs->tx_lock, flags);
-		kfree(tx);
-		resp_count(qp, SROCE_RESP_DROPPED);
-		goto drop;
-	}
-	list_add_tail(&tx->node, &rs->tx_queue);
-	rs->tx_len++;
-	if (!rs->tx_busy) {
-		rs->tx_busy = true;
-		refcount_inc(&qp->ref);	/* our caller holds one */
-		queue_work(system_unbound_wq, &rs->tx_work);
-	}
-	spin_unlock_irqrestore(&rs->tx_lock, flags);
-	return true;
-drop:
-	resp_reply_retire(qp, r);
-	return false;
-}
-
-/*
- * Send a reply from softirq, or leave it (or its rest) to @tx_work: true
- * when @tx_work has it.
- */
-static bool resp_reply_send(struct sroce_qp *qp, struct resp_reply *r)
-{
-	struct sroce_resp_state *rs = &qp->resp;
-	enum resp_tx_status st;
-	unsigned long flags;
-	bool busy;
-
-	if (r->kind == REPLY_NONE)
-		return false;
-	spin_lock_irqsave(&rs->tx_lock, flags);
-	busy = rs->tx_busy;
-	spin_unlock_irqrestore(&rs->tx_lock, flags);
-	if (!busy) {
-		st = resp_xmit(qp, r, SROCE_RESP_TX_BURST);
-		if (st == RESP_TX_DONE || st == RESP_TX_ABANDON) {
-			resp_reply_retire(qp, r);
-			return false;
-		}
-	}
-	return resp_defer(qp, r);
-}
-
-static struct resp_tx *resp_tx_first(struct sroce_resp_state *rs)
-{
-	struct resp_tx *tx;
-	unsigned long flags;
-
-	spin_lock_irqsave(&rs->tx_lock, flags);
-	tx = list_first_entry_or_null(&rs->tx_queue, struct resp_tx, node);
-	if (!tx)
-		rs->tx_busy = false;
-	spin_unlock_irqrestore(&rs->tx_lock, flags);
-	return tx;
-}
-
-static void resp_tx_pop(struct sroce_resp_state *rs, struct resp_tx *tx)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&rs->tx_lock, flags);
-	list_del(&tx->node);
-	rs->tx_len--;
-	spin_unlock_irqrestore(&rs->tx_lock, flags);
-	kfree(tx);
-}
-
-/*
- * A fatal NAK @tx_work sent (or could not send): the QP goes to the error
- * state, unless a RESET since the NAK was described made the QP another
- * connection's (resp.gen under resp.lock, taken before sq_lock).
- */
-static void resp_tx_fatal(struct sroce_qp *qp, u32 gen)
-{
-	struct sroce_comp_notify n = {};
-	unsigned long flags;
-
-	spin_lock_irqsave(&qp->resp.lock, flags);
-	if (gen == qp->resp.gen) {
-		spin_lock(&qp->sq_lock);
-		sroce_qp_error_locked(qp, &n);
-		spin_unlock(&qp->sq_lock);
-	}
-	spin_unlock_irqrestore(&qp->resp.lock, flags);
-	sroce_comp_notify(qp, &n);
-}
-
-/*
- * Process context: send the deferred replies in order, waiting while the
- * transmit queue is full or a READ's ODP page is faulted in. Replies of a
- * QP that left RTR/RTS/SQD, or that were described before a RESET, are
- * dropped: the READ responses of an old connection must not reach the
- * peer of a new one. A fatal NAK moves the QP to the error state once it
- * went out, after the answers queued before it. Drops the QP reference
- * taken by resp_defer() when the queue is empty.
- */
-static void resp_tx_work(struct work_struct *work)
-{
-	struct sroce_qp *qp = container_of(work, struct sroce_qp,
-					   resp.tx_work);
-	struct sroce_resp_state *rs = &qp->resp;
-	unsigned int waited = 0;
-	enum resp_tx_status st;
-	struct resp_tx *tx;
-	bool fatal;
-	u32 gen;
-
-	while ((tx = resp_tx_first(rs))) {
-		st = RESP_TX_ABANDON;
-		if (tx->r.gen == READ_ONCE(rs->gen) && resp_tx_live(qp))
-			st = resp_xmit(qp, &tx->r, SROCE_RESP_TX_BATCH);
-		if (st == RESP_TX_FULL && waited++ < SROCE_RESP_TX_RETRIES) {
-			usleep_range(100, 200);
-			continue;
-		}
-		if (st == RESP_TX_FAULT && waited++ < SROCE_RESP_TX_FAULTS) {
-			resp_wait_read_fault(qp, &tx->r);
-			continue;
-		}
-		waited = 0;
-		if (st != RESP_TX_MORE) {
-			fatal = tx->r.fatal;
-			gen = tx->r.gen;
-			resp_reply_retire(qp, &tx->r);
-			resp_tx_pop(rs, tx);
-			if (fatal)
-				resp_tx_fatal(qp, gen);
-		}
-		cond_resched();
-	}
-	sroce_qp_put(qp);
-}
+/* ---- a request packet, from rx.c ---- */
 
 /*
  * The XRC SRQ an XRC target QP's request names, referenced, if it exists
@@ -1382,7 +941,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	rs->xrc_srq = xrc_srq;
 	reply.gen = rs->gen;
 	if (unlikely(rs->failed)) {
-		resp_count(qp, SROCE_RESP_DROPPED);
+		sroce_resp_count(qp, SROCE_RESP_DROPPED);
 	} else {
 		switch (qp->ibqp.qp_type) {
 		case IB_QPT_RC:
@@ -1405,7 +964,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 
 	consume_skb(skb);
 	/* a fatal NAK left to @tx_work errors the QP once it is sent */
-	if (!resp_reply_send(qp, &reply) && reply.fatal)
+	if (!sroce_resp_reply_send(qp, &reply) && reply.fatal)
 		sroce_qp_error(qp);
 	/* the SRQ limit event @owed may name is the packet's SRQ */
 	sroce_comp_notify(qp, &owed);
@@ -1422,7 +981,7 @@ int sroce_resp_init(struct sroce_qp *qp)
 	spin_lock_init(&rs->lock);
 	spin_lock_init(&rs->tx_lock);
 	INIT_LIST_HEAD(&rs->tx_queue);
-	INIT_WORK(&rs->tx_work, resp_tx_work);
+	INIT_WORK(&rs->tx_work, sroce_resp_tx_work);
 	atomic_set(&rs->res_busy, 0);
 	rs->wqe = kzalloc(sizeof(*rs->wqe), GFP_KERNEL);
 	return rs->wqe ? 0 : -ENOMEM;

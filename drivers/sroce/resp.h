@@ -132,7 +132,7 @@ struct sroce_resp_state {
 	/*
 	 * Resources whose answer has not all been handed to the stack yet:
 	 * raised under @lock, lowered wherever an answer leaves or is
-	 * dropped (resp.c, resp_reply_retire()).
+	 * dropped (resp_tx.c, resp_reply_retire()).
 	 */
 	atomic_t res_busy;
 
