@@ -11,6 +11,10 @@
 # completions outstanding, completion channel events, UD with GRH, extended
 # CQs with and without completion timestamps, a context, PD and MR imported
 # from a copy of the command file.
+# Passes only if every case the binary lists (--gtest_list_tests) is in the
+# report and passed (or is an allowed skip), and the binary lists at least
+# FLOOR cases: a suite that lost cases, or a GTEST_FILTER that hides some,
+# fails instead of passing on whatever was left.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -26,6 +30,12 @@ log "device $SROCE_DEV, provider $(echo "${RDMAV_DRIVERS}"-rdmav*.so)"
 # Tests that may be skipped (GTEST_SKIP or DISABLED_), each with the reason
 # it may be skipped here: [Suite.Test]=reason. Any other skip fails.
 declare -A allowed_skips=()
+# The number of cases device_test.cpp has (TEST/TEST_F): raise it with them.
+FLOOR=20
+
+list=$SROCE_OUT/provider-verbs.list
+with_timeout 30 "$bin" --gtest_list_tests >"$list" ||
+	fail "sroce_device_tests --gtest_list_tests failed"
 
 xml=$SROCE_OUT/provider-verbs.xml
 status=0
@@ -38,12 +48,28 @@ done
 # The exit status passes a binary that ran nothing or skipped everything,
 # and failures="0" is on every <testsuite>: read the report. The root
 # <testsuites> has the totals; every <testcase> is checked too.
-python3 - "$xml" "${!allowed_skips[@]}" <<-'EOF' || fail "GoogleTest report $xml"
+python3 - "$xml" "$list" "$FLOOR" "${!allowed_skips[@]}" <<-'EOF' || fail "GoogleTest report $xml"
 	import sys
 	import xml.etree.ElementTree as ET
 	root = ET.parse(sys.argv[1]).getroot()
-	allowed = set(sys.argv[2:])
+	floor = int(sys.argv[3])
+	allowed = set(sys.argv[4:])
 	bad = []
+	# --gtest_list_tests: "Suite." lines, then "  Case" lines (either may
+	# end in "  # ..." for typed or parameterised tests).
+	listed, suite = [], None
+	with open(sys.argv[2]) as f:
+	    for line in f:
+	        word = line.split("#")[0].strip()
+	        if not word or line.startswith("Running main()"):
+	            continue
+	        if not line[0].isspace() and word.endswith("."):
+	            suite = word
+	        elif line[0].isspace() and suite:
+	            listed.append(suite + word)
+	if len(listed) < floor:
+	    bad.append("the binary lists %d cases, fewer than the floor of %d"
+	               % (len(listed), floor))
 	if root.tag != "testsuites":
 	    bad.append("the root is <%s>, not <testsuites>" % root.tag)
 	tests = int(root.get("tests", "0"))
@@ -55,19 +81,34 @@ python3 - "$xml" "${!allowed_skips[@]}" <<-'EOF' || fail "GoogleTest report $xml
 	cases = root.findall("./testsuite/testcase")
 	if len(cases) != tests:
 	    bad.append("%d testcases, but tests=%d at the root" % (len(cases), tests))
+	passed, skipped = set(), set()
 	for case in cases:
 	    name = "%s.%s" % (case.get("classname"), case.get("name"))
 	    if case.find("failure") is not None or case.find("error") is not None:
 	        bad.append("%s failed" % name)
-	    if (case.get("result") == "skipped" or case.get("status") == "notrun"
-	            or case.find("skipped") is not None) and name not in allowed:
-	        bad.append("%s was skipped, and is not an allowed skip" % name)
+	    elif (case.get("result") == "skipped" or case.get("status") == "notrun"
+	            or case.find("skipped") is not None):
+	        if name in allowed:
+	            skipped.add(name)
+	        else:
+	            bad.append("%s was skipped, and is not an allowed skip" % name)
+	    elif case.get("status") == "run" and case.get("result", "completed") == "completed":
+	        passed.add(name)
+	    else:
+	        bad.append("%s: status=%r result=%r" % (name, case.get("status"), case.get("result")))
+	for name in listed:
+	    if name not in passed and name not in skipped:
+	        bad.append("%s is listed by the binary but did not pass" % name)
+	if len(passed) + len(skipped) != len(listed):
+	    bad.append("%d passed and %d allowed skips, but the binary lists %d cases"
+	               % (len(passed), len(skipped), len(listed)))
 	nfail = len(list(root.iter("failure")))
 	if nfail:
 	    bad.append("%d <failure> elements in the report" % nfail)
 	for b in bad:
 	    print("FAIL: provider-verbs.xml: " + b)
-	print("provider-verbs.xml: %d testcases checked, %d problems" % (len(cases), len(bad)))
+	print("provider-verbs.xml: %d listed (floor %d), %d passed, %d allowed skips, %d problems"
+	      % (len(listed), floor, len(passed), len(skipped), len(bad)))
 	sys.exit(1 if bad else 0)
 EOF
 log "PASS"
