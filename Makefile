@@ -3,7 +3,7 @@
 #   make [KERNEL=6.1|6.12|debug|host]   module for that kernel + provider
 #                                        (and for trixie's, sid's rdma-core)
 #   make deps                            install Debian packages (idempotent)
-#   make check | check-full | demo | bench | lint | install | deb | clean
+#   make check | check-full | demo | bench | crc-bench | lint | install | deb | clean
 
 KERNEL ?= 6.1
 BUILD ?= $(CURDIR)/build
@@ -18,7 +18,7 @@ MODULE_SOURCES := Kbuild drivers include tests/kunit tests/kverbs
 # builds (debug) the kernel first; `host` is the running kernel's headers.
 HOST_KBUILD_DIR = /lib/modules/$(shell uname -r)/build
 
-.PHONY: all deps module provider verify ksmbd-tools check check-full demo bench bench-storage lint install deb clean
+.PHONY: all deps module provider verify ksmbd-tools check check-full demo bench bench-storage crc-bench lint install deb clean
 
 all: module provider verify
 
@@ -180,6 +180,17 @@ bench:
 
 bench-storage:
 	tools/sroce-bench --storage
+
+# Host-native ICRC microbenchmark: CRC-32 per byte on this CPU, one core
+# (Documentation/performance.md, "ICRC"). Not part of `make check` or CI:
+# it needs isa-l (`apt-get install libisal-dev`) and zlib (zlib1g-dev).
+CRCBENCH := $(BUILD)/crc-bench
+crc-bench: $(CRCBENCH)
+	$(CRCBENCH)
+
+$(CRCBENCH): tools/crc-bench/crc-bench.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -Wall -Wextra -o $@ $< -lisal -lz
 
 lint:
 	tools/lint
