@@ -4,6 +4,7 @@
  * mapping) and kernel CQs (sroce_poll_cq). Locking: struct sroce_cq.
  */
 
+#include <linux/if_vlan.h>
 #include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
@@ -224,6 +225,10 @@ static void sroce_cqe_to_wc(struct sroce_dev *sdev, const struct sroce_cqe *cqe,
 			(cqe->sl & SROCE_CQE_SL_IPV4) ? RDMA_NETWORK_IPV4 :
 							RDMA_NETWORK_IPV6;
 		wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+	}
+	if (cqe->vlan & SROCE_CQE_VLAN_VALID) {
+		wc->vlan_id = cqe->vlan & VLAN_VID_MASK;
+		wc->wc_flags |= IB_WC_WITH_VLAN;
 	}
 	wc->sl = 0;
 	wc->port_num = SROCE_PORT;

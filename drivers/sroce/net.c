@@ -203,6 +203,9 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		goto drop;
 	}
 	sroce_rx_count(port, 0, skb->len - sizeof(struct udphdr));
+	/* skb->dev is the VLAN device here, not when the packet is used */
+	sroce_pkt(skb)->cqe_vlan = is_vlan_dev(skb->dev) ?
+		SROCE_CQE_VLAN_VALID | vlan_dev_vlan_id(skb->dev) : 0;
 	__skb_pull(skb, sizeof(struct udphdr));
 	sroce_transport_rcv(port->sdev, skb);
 	return 0;

@@ -131,6 +131,7 @@ static void resp_complete(struct sroce_qp *qp, struct sk_buff *skb,
 			cqe.wc_flags |= SROCE_WC_F_GRH;
 			cqe.src_qp = sroce_deth_sqp(deth);
 			cqe.sl = sroce_pkt_cqe_sl(skb);
+			cqe.vlan = sroce_pkt_c(skb)->cqe_vlan;
 		}
 	}
 	sroce_rq_complete(qp, rs->wqe, &cqe, solicited, rs->owed);

@@ -681,6 +681,7 @@ struct sroce_pkt {
 	u8 hdr_len;		/* BTH + extension headers */
 	u8 pad;
 	u8 network_type;	/* enum rdma_network_type: IPV4 or IPV6 */
+	u16 cqe_vlan;		/* struct sroce_cqe.vlan of a UD receive */
 	/* Free for the transport while it owns the skb. */
 	u64 transport_priv[2];
 };

@@ -178,7 +178,7 @@ struct sroce_cqe {
 	__u32 qp_num;
 	__u32 src_qp;
 	__u16 pkey_index;
-	__u16 reserved0;
+	__u16 vlan;	/* UD receives: 0, or SROCE_CQE_VLAN_VALID | VLAN id */
 	__u32 reserved1;
 	/*
 	 * Written only on CQs created with IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
@@ -201,6 +201,13 @@ struct sroce_cqe {
 #define SROCE_CQE_SL_ROCEV2	0x8
 #define SROCE_CQE_SL_IPV6	0x1
 #define SROCE_CQE_SL_IPV4	0x2
+
+/*
+ * A UD receive that came in on an 802.1Q VLAN device reports its VLAN id
+ * in vlan: the connection manager picks the GID to answer from with it
+ * (a GID of a VLAN device matches only that VLAN).
+ */
+#define SROCE_CQE_VLAN_VALID	0x8000
 
 /* Description of one mapped ring in a create response. */
 struct sroce_queue_info {

@@ -1,0 +1,81 @@
+#!/bin/bash
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe pairs.debug=sroce:sroce pairs.7.2=sroce:sroce timeout=300
+# SPDX-License-Identifier: GPL-2.0
+#
+# RoCE on an 802.1Q VLAN the way RoCE NICs are used: the RDMA device stays
+# on eth0 and ib_core gives it a GID for each address of eth0's VLAN
+# devices. Both guests add VLAN 100 (10.0.100.N/24, fd00:100::N/64), and
+# rping connects through rdma_cm to the peer's VLAN addresses, IPv4 and
+# IPv6, every ping's data checked on both sides (check_pings). The
+# connection manager answers from the GID whose VLAN the request came in on,
+# so a UD receive must report that VLAN (IB_WC_WITH_VLAN): sroce's did not,
+# and the server never answered. Packets must go out tagged: eth0.100's own
+# counters carry the pings, and a capture on eth0 sees VLAN 100 RoCE frames.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$SROCE_TOP/tests/integration/lib.sh"
+
+require_pair
+require_cmd rping ip tcpdump python3
+vdev=$SROCE_NETDEV.100
+me=${SROCE_LOCAL_IP##*.} peer=${SROCE_PEER_IP##*.}
+count=30 size=4096
+cap=$SROCE_OUT/vlan-$SROCE_ROLE.pcap capture=''
+
+cleanup() {
+	set +e
+	[[ -z $capture ]] || kill "$capture" 2>/dev/null
+	ip link del "$vdev" 2>/dev/null
+}
+trap cleanup EXIT
+
+ip link add link "$SROCE_NETDEV" name "$vdev" type vlan id 100
+ip addr add "10.0.100.$me/24" dev "$vdev"
+ip -6 addr add "fd00:100::$me/64" dev "$vdev" nodad
+ip link set "$vdev" up
+# the GIDs ib_core adds for the VLAN device's addresses, on eth0's device
+gid_index "$SROCE_DEV" 4 "10.0.100.$me" >/dev/null
+gid_index "$SROCE_DEV" 6 "fd00:100::$me" >/dev/null
+tcpdump -i "$SROCE_NETDEV" -U -w "$cap" 'vlan 100 and udp port 4791' 2>/dev/null &
+capture=$!
+tx0=$(cat "/sys/class/net/$vdev/statistics/tx_packets")
+
+# run FAMILY PORT: rping between the VLAN addresses, data checked
+run() {
+	local family=$1 port=$2 out rc=0 pid addr
+	out=$SROCE_OUT/vlan-ipv$family-$SROCE_ROLE.txt
+	if [[ $SROCE_ROLE == a ]]; then
+		addr=10.0.100.$me
+		[[ $family == 6 ]] && addr=fd00:100::$me
+		with_timeout 120 rping -s -a "$addr" -p "$port" -C "$count" -S "$size" \
+			-v -V >"$out" 2>"$out.err" &
+		pid=$!
+		announce_port "$port" rdma
+		wait "$pid" || rc=$?
+		check_pings "$out" "server ping data: " "$size" "$count" ||
+			fail "VLAN IPv$family: the server saw wrong data"
+	else
+		addr=10.0.100.$peer
+		[[ $family == 6 ]] && addr=fd00:100::$peer
+		wait_peer_port "$port"
+		with_timeout 120 rping -c -a "$addr" -p "$port" -C "$count" -S "$size" \
+			-v -V >"$out" 2>"$out.err" || rc=$?
+		check_pings "$out" "ping data: " "$size" "$count" ||
+			fail "VLAN IPv$family: the client got wrong data back"
+	fi
+	rping_status "$rc" "$out.err" ||
+		{ tail -c 2000 "$out.err"; fail "VLAN IPv$family: rping failed ($rc)"; }
+	log "VLAN 100, IPv$family: $count pings of $size bytes, every byte checked"
+}
+run 4 18900
+run 6 18901
+
+sent=$(($(cat "/sys/class/net/$vdev/statistics/tx_packets") - tx0))
+((sent >= 2 * count)) || fail "eth0.100 sent $sent packets for $((2 * count)) pings"
+sleep 1
+kill "$capture"
+wait "$capture" 2>/dev/null || true
+capture=''
+tagged=$(tcpdump -r "$cap" 2>/dev/null | wc -l)
+((tagged >= 2 * count)) || fail "a capture on $SROCE_NETDEV saw $tagged RoCE frames tagged VLAN 100"
+log "PASS: RoCE over VLAN 100 through $SROCE_DEV on $SROCE_NETDEV ($sent packets sent on $vdev, $tagged tagged frames captured)"
