@@ -27,6 +27,7 @@
  */
 #include <linux/module.h>
 #include <linux/if_arp.h>
+#include <linux/if_vlan.h>
 #include <linux/rtnetlink.h>
 #include <net/addrconf.h>
 #include <rdma/rdma_netlink.h>
@@ -257,6 +258,18 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 		pr_err("%s: %s is not an Ethernet device\n", ibdev_name,
 		       netdev_name(ndev));
 		return -EINVAL;
+	}
+	/*
+	 * ib_core gives a RoCE port the GIDs of its netdev and of that
+	 * netdev's VLAN devices, none of a VLAN device's own: a device on
+	 * one could never be addressed. RoCE over a VLAN is a device on the
+	 * real netdev.
+	 */
+	if (is_vlan_dev(ndev)) {
+		pr_err("%s: %s is a VLAN device: add it on %s, whose GIDs include the VLAN's\n",
+		       ibdev_name, netdev_name(ndev),
+		       netdev_name(vlan_dev_real_dev(ndev)));
+		return -EOPNOTSUPP;
 	}
 	sroce_reap_dead();
 

@@ -11,6 +11,9 @@
 # so a UD receive must report that VLAN (IB_WC_WITH_VLAN): sroce's did not,
 # and the server never answered. Packets must go out tagged: eth0.100's own
 # counters carry the pings, and a capture on eth0 sees VLAN 100 RoCE frames.
+# A device of its own on eth0.100 is refused with EOPNOTSUPP, as rdma_rxe
+# refuses one: ib_core would give it no GID (sroce used to accept it, and
+# it never connected).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
@@ -79,3 +82,11 @@ capture=''
 tagged=$(tcpdump -r "$cap" 2>/dev/null | wc -l)
 ((tagged >= 2 * count)) || fail "a capture on $SROCE_NETDEV saw $tagged RoCE frames tagged VLAN 100"
 log "PASS: RoCE over VLAN 100 through $SROCE_DEV on $SROCE_NETDEV ($sent packets sent on $vdev, $tagged tagged frames captured)"
+
+if [[ $SROCE_DEV_TYPE == sroce ]]; then
+	err=$(rdma link add sroce-vlan type sroce netdev "$vdev" 2>&1) &&
+		fail "rdma link add on $vdev was accepted"
+	[[ $err == *"Operation not supported"* ]] || fail "rdma link add on $vdev: '$err'"
+	[[ ! -e /sys/class/infiniband/sroce-vlan ]] || fail "a device sroce-vlan exists"
+	log "PASS: a device on $vdev itself is refused: $err"
+fi
