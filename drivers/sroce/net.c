@@ -361,6 +361,7 @@ void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c)
 			v.tx_packets = u64_stats_read(&st->tx_packets);
 			v.tx_bytes = u64_stats_read(&st->tx_bytes);
 			v.tx_errors = u64_stats_read(&st->tx_errors);
+			v.tx_zcopy_packets = u64_stats_read(&st->tx_zcopy_packets);
 			v.rx_packets = u64_stats_read(&st->rx_packets);
 			v.rx_bytes = u64_stats_read(&st->rx_bytes);
 			v.rx_icrc_errors = u64_stats_read(&st->rx_icrc_errors);
@@ -370,6 +371,7 @@ void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c)
 		c->tx_packets += v.tx_packets;
 		c->tx_bytes += v.tx_bytes;
 		c->tx_errors += v.tx_errors;
+		c->tx_zcopy_packets += v.tx_zcopy_packets;
 		c->rx_packets += v.rx_packets;
 		c->rx_bytes += v.rx_bytes;
 		c->rx_icrc_errors += v.rx_icrc_errors;
@@ -382,6 +384,7 @@ enum sroce_net_counter {
 	SROCE_CNT_TX_PACKETS,
 	SROCE_CNT_TX_BYTES,
 	SROCE_CNT_TX_ERRORS,
+	SROCE_CNT_TX_ZCOPY_PACKETS,
 	SROCE_CNT_RX_PACKETS,
 	SROCE_CNT_RX_BYTES,
 	SROCE_CNT_RX_ICRC_ERRORS,
@@ -394,6 +397,7 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_TX_PACKETS] = { .name = "tx_packets" },
 	[SROCE_CNT_TX_BYTES] = { .name = "tx_bytes" },
 	[SROCE_CNT_TX_ERRORS] = { .name = "tx_errors" },
+	[SROCE_CNT_TX_ZCOPY_PACKETS] = { .name = "tx_zcopy_packets" },
 	[SROCE_CNT_RX_PACKETS] = { .name = "rx_packets" },
 	[SROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
 	[SROCE_CNT_RX_ICRC_ERRORS] = { .name = "rx_icrc_errors" },
@@ -449,6 +453,7 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 	stats->value[SROCE_CNT_TX_PACKETS] = c.tx_packets;
 	stats->value[SROCE_CNT_TX_BYTES] = c.tx_bytes;
 	stats->value[SROCE_CNT_TX_ERRORS] = c.tx_errors;
+	stats->value[SROCE_CNT_TX_ZCOPY_PACKETS] = c.tx_zcopy_packets;
 	stats->value[SROCE_CNT_RX_PACKETS] = c.rx_packets;
 	stats->value[SROCE_CNT_RX_BYTES] = c.rx_bytes;
 	stats->value[SROCE_CNT_RX_ICRC_ERRORS] = c.rx_icrc_errors;
@@ -782,8 +787,12 @@ static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av,
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 }
 
-/* BHs are disabled: this CPU's counters are ours. */
-static void sroce_tx_count(struct sroce_net_port *port, unsigned int bytes)
+/*
+ * BHs are disabled: this CPU's counters are ours. @zcopy: the packet left
+ * with payload pages attached by reference, not copied (sroce_net_zcopy()).
+ */
+static void sroce_tx_count(struct sroce_net_port *port, unsigned int bytes,
+			   bool zcopy)
 {
 	struct sroce_net_stats *st = this_cpu_ptr(port->stats);
 
@@ -791,6 +800,8 @@ static void sroce_tx_count(struct sroce_net_port *port, unsigned int bytes)
 	if (bytes) {
 		u64_stats_inc(&st->tx_packets);
 		u64_stats_add(&st->tx_bytes, bytes);
+		if (zcopy)
+			u64_stats_inc(&st->tx_zcopy_packets);
 	} else {
 		u64_stats_inc(&st->tx_errors);
 	}
@@ -859,6 +870,8 @@ int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
 		   struct sk_buff *skb)
 {
 	struct net *net = dev_net(sdev->ndev);
+	/* only payload is ever paged: the ICRC joins it below */
+	bool zcopy = skb_is_nonlinear(skb);
 	unsigned int len = 0;
 	int err;
 
@@ -880,7 +893,7 @@ int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
 		if (err > 0)	/* NET_XMIT_DROP: a full queue */
 			err = -ENOBUFS;
 	}
-	sroce_tx_count(&sdev->net_port, err ? 0 : len);
+	sroce_tx_count(&sdev->net_port, err ? 0 : len, zcopy);
 	local_bh_enable();
 	return err;
 }

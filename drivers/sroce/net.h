@@ -42,6 +42,7 @@ struct sroce_net_stats {
 	u64_stats_t tx_packets;
 	u64_stats_t tx_bytes;
 	u64_stats_t tx_errors;		/* no route, too big, dropped by IP */
+	u64_stats_t tx_zcopy_packets;	/* sent with payload pages by reference */
 	u64_stats_t rx_packets;		/* handed to the transport */
 	u64_stats_t rx_bytes;
 	u64_stats_t rx_icrc_errors;
@@ -54,6 +55,7 @@ struct sroce_net_counters {
 	u64 tx_packets;
 	u64 tx_bytes;
 	u64 tx_errors;
+	u64 tx_zcopy_packets;
 	u64 rx_packets;
 	u64 rx_bytes;
 	u64 rx_icrc_errors;
