@@ -143,6 +143,34 @@ wait_peer_port() {
 	rm -f "$flag"
 }
 
+# verify_pair NAME FAMILY PORT CLIENT-ARGS...: one tests/verify/sroce-verify
+# session over IPv4 or IPv6 (FAMILY 4 or 6), guest a serving, guest b
+# driving with CLIENT-ARGS (-q QPS -n OPS -S SEED ...). Fails unless the
+# side's program reports every check passed; its output is left in
+# $SROCE_OUT/NAME-ipvFAMILY-ROLE.txt for the caller's own checks.
+verify_pair() {
+	local name=$1 family=$2 port=$3 verify=$SROCE_BUILD/sroce-verify out pid
+	local addr=$SROCE_LOCAL_IP peer=$SROCE_PEER_IP
+	shift 3
+	[[ -x $verify ]] || fail "$verify is missing (make verify)"
+	[[ $family == 6 ]] && addr=$SROCE_LOCAL_IP6 peer=$SROCE_PEER_IP6
+	out=$SROCE_OUT/$name-ipv$family-$SROCE_ROLE.txt
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 400 "$verify" -s -b "$addr" -p "$port" -t 380 >"$out" 2>&1 &
+		pid=$!
+		announce_port "$port" rdma
+		wait "$pid" || { cat "$out"; fail "IPv$family: sroce-verify server failed"; }
+		grep -q "^server: .* 0 failed: PASS$" "$out" ||
+			{ cat "$out"; fail "IPv$family: server did not report PASS"; }
+	else
+		wait_peer_port "$port"
+		with_timeout 400 "$verify" -c "$peer" -p "$port" -t 380 "$@" >"$out" 2>&1 ||
+			{ cat "$out"; fail "IPv$family: sroce-verify client failed"; }
+		grep -q "^client: .* 0 failed: PASS$" "$out" ||
+			{ cat "$out"; fail "IPv$family: client did not report PASS"; }
+	fi
+}
+
 # netdev_of_dev DEV: the netdev an RDMA device's port 1 sits on.
 netdev_of_dev() {
 	cat "/sys/class/infiniband/$1/ports/1/gid_attrs/ndevs/0" 2>/dev/null

@@ -33,9 +33,6 @@ if [[ ${1:-} == --netem ]]; then
 		fail "cannot set up netem $*"
 	log "eth0 egress: netem $*"
 fi
-verify=$SROCE_BUILD/sroce-verify
-[[ -x $verify ]] || fail "$verify is missing (make verify)"
-
 qps=3 ops=40 qps6=2 ops6=12
 if [[ $SROCE_KERNEL == debug ]]; then
 	qps=2 ops=12 qps6=1 ops6=6
@@ -44,27 +41,10 @@ seed=$((0x5eed0000 + RANDOM))
 
 # run FAMILY PORT QPS OPS: one client/server session.
 run() {
-	local family=$1 port=$2 nqp=$3 nops=$4 out pid peer local_ip
+	local family=$1 port=$2 nqp=$3 nops=$4 out
 	out=$SROCE_OUT/verify-ipv$family-$SROCE_ROLE.txt
-	local_ip=$SROCE_LOCAL_IP peer=$SROCE_PEER_IP
-	if [[ $family == 6 ]]; then
-		local_ip=$SROCE_LOCAL_IP6 peer=$SROCE_PEER_IP6
-	fi
-	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 400 "$verify" -s -b "$local_ip" -p "$port" -t 380 \
-			>"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" rdma
-		wait "$pid" || { cat "$out"; fail "IPv$family: sroce-verify server failed"; }
-		grep -q "^server: .* 0 failed: PASS$" "$out" ||
-			{ cat "$out"; fail "IPv$family: server did not report PASS"; }
-	else
-		wait_peer_port "$port"
-		with_timeout 400 "$verify" -c "$peer" -p "$port" -q "$nqp" \
-			-n "$nops" -S "$seed" -t 380 "${negative[@]}" >"$out" 2>&1 ||
-			{ cat "$out"; fail "IPv$family: sroce-verify client failed"; }
-		grep -q "^client: .* 0 failed: PASS$" "$out" ||
-			{ cat "$out"; fail "IPv$family: client did not report PASS"; }
+	verify_pair verify "$family" "$port" -q "$nqp" -n "$nops" -S "$seed" "${negative[@]}"
+	if [[ $SROCE_ROLE == b ]]; then
 		# every negative case ran and failed the right way
 		[[ ${#negative[@]} -gt 0 || $(grep -c "^client: negative case" "$out") -eq 7 ]] ||
 			{ cat "$out"; fail "IPv$family: not every negative case ran"; }

@@ -21,8 +21,6 @@ set -euo pipefail
 
 require_pair
 require_cmd tcpdump tshark rdma ss
-verify=$SROCE_BUILD/sroce-verify
-[[ -x $verify ]] || fail "$verify is missing (make verify)"
 seed=0x5eed0417
 
 echo "$SROCE_DEV_TYPE" >"$SROCE_PAIR_DIR/type.$SROCE_ROLE"
@@ -121,39 +119,23 @@ analyse() {
 
 # run FAMILY PORT
 run() {
-	local family=$1 port=$2 out pcap tpid pid addr
-	out=$SROCE_OUT/verify-ipv$family-$SROCE_ROLE.txt
+	local family=$1 port=$2 pcap tpid
 	pcap=$SROCE_OUT/wire-ipv$family.pcap
 	if [[ $SROCE_ROLE == a ]]; then
-		addr=$SROCE_LOCAL_IP
-		[[ $family == 6 ]] && addr=$SROCE_LOCAL_IP6
 		tcpdump -i "$SROCE_NETDEV" -U -B 16384 -w "$pcap" udp port 4791 \
 			2>"$SROCE_OUT/tcpdump-ipv$family.log" &
 		tpid=$!
 		wait_for 10 grep -q "listening on" "$SROCE_OUT/tcpdump-ipv$family.log" ||
 			fail "tcpdump did not start"
-		with_timeout 300 "$verify" -s -b "$addr" -p "$port" -t 280 >"$out" 2>&1 &
-		pid=$!
-		announce_port "$port" rdma
-		wait "$pid" || { cat "$out"; fail "IPv$family: sroce-verify server failed"; }
-		grep -q "^server: .* 0 failed: PASS$" "$out" ||
-			{ cat "$out"; fail "IPv$family: server did not report PASS"; }
-		barrier "ipv$family-done" 300
+	fi
+	verify_pair verify "$family" "$port" -q 1 -n 40 -S "$seed"
+	barrier "ipv$family-done" 300
+	if [[ $SROCE_ROLE == a ]]; then
 		sleep 1
 		kill -INT "$tpid"
 		wait "$tpid" || true
 		cat "$SROCE_OUT/tcpdump-ipv$family.log"
 		analyse "$pcap" "$family"
-	else
-		addr=$SROCE_PEER_IP
-		[[ $family == 6 ]] && addr=$SROCE_PEER_IP6
-		wait_peer_port "$port"
-		with_timeout 300 "$verify" -c "$addr" -p "$port" -q 1 -n 40 -S "$seed" \
-			-t 280 >"$out" 2>&1 ||
-			{ cat "$out"; fail "IPv$family: sroce-verify client failed"; }
-		grep -q "^client: .* 0 failed: PASS$" "$out" ||
-			{ cat "$out"; fail "IPv$family: client did not report PASS"; }
-		barrier "ipv$family-done" 300
 	fi
 }
 
