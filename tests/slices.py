@@ -24,7 +24,9 @@ SLICE_SECONDS = 900
 # kverbs 30 vs 7, provider-verbs 20 vs 5); the others count as 1.
 DEBUG_FACTOR = 4
 
-LABEL = re.compile(r"^(?P<stem>[^\[\]]+)\[(?P<kernel>[^,\]:]+)(?:,(?P<pair>[^\]:]+))?(?::[^\]]+)?\]$")
+# NAME[KERNEL] or NAME[KERNEL,LOCAL:PEER]; a boot of one test adds :TEST
+LABEL = re.compile(r"^(?P<stem>[^\[\]]+)\[(?P<kernel>[^,\]:]+)"
+                   r"(?:,(?P<pair>[^\]:]+:[^\]:]+))?(?::[^\]]+)?\]$")
 
 
 def speed(kernel):

@@ -19,6 +19,7 @@ class EstimatorTest(unittest.TestCase):
         self.est = slices.Estimator(slices.load_estimates(
             "# comment\nverify[6.1,sroce:sroce] 15\nverify[debug,sroce:sroce] 68\n"
             "kverbs[debug] 30\nboot[6.1,sroce:sroce] 50\nboot[debug] 182\n"
+            "boot[6.1,sroce:rxe:uc] 21\n"
             "boot[6.12@trixie:device-lifecycle] 16\n"))
 
     def test_measured_cell_is_taken_as_is(self):
@@ -37,6 +38,7 @@ class EstimatorTest(unittest.TestCase):
 
     def test_boots(self):
         self.assertEqual(self.est.boot("6.1", "sroce:sroce"), 50)
+        self.assertEqual(self.est.boot("6.1", "sroce:rxe"), 21)  # pair and own-boot test told apart
         self.assertEqual(self.est.boot("6.1", "rxe:rxe"), 50)  # slowest on 6.1
         self.assertEqual(self.est.boot("6.12@trixie", "none"), 16)  # own-boot label counts
         # none on 7.2: the slowest anywhere per 6.1-second, max(50, 182/4)
