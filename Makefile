@@ -165,9 +165,14 @@ $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(HOSTILECTXCHECK) $(AHPDCHEC
 
 # Seconds `make check` may take (0: no limit); .ci/run sets it.
 CHECK_BUDGET ?= 0
+# When (seconds since the epoch) the rotation's check-full slice must end
+# (0: no limit); .ci/run sets it to 75 minutes after its own start.
+CHECK_SLICE_END ?= 0
 
+# make check's tests, then the check-full slice tests/rotation selects
+# (Documentation/harness.md, "Rotation").
 check: deps
-	tests/run --budget $(CHECK_BUDGET)
+	tests/run --budget $(CHECK_BUDGET) --rotation --slice-end $(CHECK_SLICE_END)
 
 check-full: deps
 	tests/run --full
