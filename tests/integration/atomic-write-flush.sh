@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce,rxe:sroce pairs.6.12=sroce:sroce timeout=300 full-distros=trixie:6.12,sid:7.2
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce,rxe:sroce pairs.6.12=sroce:sroce+e1000e timeout=300 full-distros=trixie:6.12,sid:7.2
 # SPDX-License-Identifier: GPL-2.0
 #
 # ATOMIC WRITE and FLUSH (IBTA 1.5 annex A19) with tests/verify/sroce-flush,

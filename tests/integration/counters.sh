@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce timeout=600
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce pairs.6.12=sroce:sroce+e1000e timeout=600
 # SPDX-License-Identifier: GPL-2.0
 # Counters and resource tracking, from the tools users run:
 # - `rdma resource show` lists the PD, CQ, MR and QP of a running

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce timeout=600
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce+e1000e timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # Memory windows between the guests: tests/verify/sroce-mw binds type 1

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.12 full-kernels=6.1,6.12,debug pairs=sroce:sroce,rxe:sroce pairs.6.12=sroce:sroce timeout=600
+# sroce-test: kernels=6.12 full-kernels=6.1,6.12,debug pairs=sroce:sroce,rxe:sroce pairs.6.12=sroce:sroce+e1000e timeout=600
 # SPDX-License-Identifier: GPL-2.0
 # The NVMe-oF host on sroce: the same exchange as nvmeof-target.sh (guest a
 # exports a file with nvmet-rdma, guest b reads, writes and reads back

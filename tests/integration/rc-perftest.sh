@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce mtu=9000 pairs.7.2=sroce:sroce timeout=600 full-distros=trixie:6.12,sid:7.2
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.1=sroce:sroce mtu=9000 pairs.7.2=sroce:sroce full-pairs.6.1=sroce:sroce,sroce:rxe,rxe:sroce,sroce:sroce+e1000e,rxe:sroce+e1000e,sroce:sroce+vmxnet3,sroce:rxe+vmxnet3 timeout=600 full-distros=trixie:6.12,sid:7.2
 # SPDX-License-Identifier: GPL-2.0
 #
 # perftest's RC tools between the two guests: guest a serves, guest b runs

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce timeout=180
+# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce pairs.6.12=sroce:sroce+e1000e timeout=180
 # SPDX-License-Identifier: GPL-2.0
 #
 # Teardown while a qdisc still holds packets sroce built. Guest a sends a

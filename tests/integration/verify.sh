@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce pairs.7.2=sroce:sroce pairs.debug=sroce:sroce timeout=900 full-distros=trixie:6.12,sid:7.2
+# sroce-test: kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe,rxe:sroce pairs.6.12=sroce:sroce+e1000e pairs.7.2=sroce:sroce pairs.debug=sroce:sroce full-pairs.6.1=sroce:sroce,sroce:rxe,rxe:sroce,sroce:sroce+e1000e,rxe:sroce+e1000e,sroce:sroce+vmxnet3,sroce:rxe+vmxnet3 timeout=900 full-distros=trixie:6.12,sid:7.2
 # SPDX-License-Identifier: GPL-2.0
 # End-to-end data check with tests/verify/sroce-verify over rdma_cm, guest a
 # serving, guest b driving: several RC QPs RDMA-WRITE random data to MRs at
