@@ -17,7 +17,7 @@ set -euo pipefail
 . "$SROCE_TOP/tests/integration/storage-lib.sh"
 
 require_pair
-require_cmd iscsid iscsiadm sha256sum cmp dd
+require_cmd iscsid iscsiadm sha256sum cmp dd fio
 iqn=iqn.2024-01.org.sroce:iser-target
 mib=16
 fio_mib=$(blockdev_fio_mib "$mib")

@@ -18,7 +18,7 @@ set -euo pipefail
 . "$SROCE_TOP/tests/integration/storage-lib.sh"
 
 require_pair
-require_cmd sha256sum cmp dd
+require_cmd sha256sum cmp dd fio
 mib=16 cm_port=5000
 fio_mib=$(blockdev_fio_mib "$mib")
 srpt=/sys/kernel/config/target/srpt

@@ -16,14 +16,16 @@
 #   dataset_check DIR TAG   every file of TAG's manifest is in DIR with its
 #                           checksum; fails the script otherwise
 #   blockdev_verify DEV MIB KEEP  fio 4 KiB random writes with crc32c verify
-#                           on the block device DEV (when fio is installed)
-#                           over blockdev_fio_mib MIB of it,
+#                           on the block device DEV over blockdev_fio_mib
+#                           MIB of it,
 #                           then MIB MiB of random data written (a copy kept
 #                           in the file KEEP), caches dropped, read back and
 #                           compared
 #   blockdev_fio_mib MIB    what blockdev_verify's fio covers of MIB: all
 #                           of it, 4 MiB on the debug kernel (KASAN makes
-#                           this I/O some ten times slower), 0 without fio
+#                           this I/O some ten times slower); fails the
+#                           script when fio is missing (tools/install-deps
+#                           installs it: the verify is not optional)
 #   lio_backstore MIB       a LIO fileio backstore over a file of random
 #                           data (lio_backstore_remove undoes it)
 #   initiator_check_initial DEV MIB  DEV reads as the backstore's file
@@ -85,9 +87,8 @@ dataset_check() {
 }
 
 blockdev_fio_mib() {
-	if ! command -v fio >/dev/null; then
-		echo 0
-	elif [[ $(uname -r) == *-sroce-debug ]]; then
+	require_cmd fio
+	if [[ $(uname -r) == *-sroce-debug ]]; then
 		echo $(($1 < 4 ? $1 : 4))
 	else
 		echo "$1"
@@ -96,17 +97,17 @@ blockdev_fio_mib() {
 
 blockdev_verify() {
 	local dev=$1 mib=$2 keep=$3 fio_mib
+	# in this shell, not only in blockdev_fio_mib's subshell
+	require_cmd fio
 	fio_mib=$(blockdev_fio_mib "$mib")
-	if ((fio_mib > 0)); then
-		fio --name=verify --filename="$dev" --direct=1 --ioengine=libaio \
-			--rw=randwrite --bs=4k --iodepth=16 --size="${fio_mib}M" \
-			--verify=crc32c --verify_fatal=1 --do_verify=1 \
-			--output="$SROCE_OUT/fio-verify.txt" ||
-			{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio crc32c verify on $dev failed"; }
-		grep -q "err= 0" "$SROCE_OUT/fio-verify.txt" ||
-			{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio reported errors on $dev"; }
-		log "$dev: fio wrote $fio_mib MiB in 4 KiB random writes, QD16, and verified them (crc32c)"
-	fi
+	fio --name=verify --filename="$dev" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bs=4k --iodepth=16 --size="${fio_mib}M" \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 \
+		--output="$SROCE_OUT/fio-verify.txt" ||
+		{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio crc32c verify on $dev failed"; }
+	grep -q "err= 0" "$SROCE_OUT/fio-verify.txt" ||
+		{ cat "$SROCE_OUT/fio-verify.txt"; fail "fio reported errors on $dev"; }
+	log "$dev: fio wrote $fio_mib MiB in 4 KiB random writes, QD16, and verified them (crc32c)"
 	dd if=/dev/urandom of="$keep" bs=1M count="$mib" status=none
 	# odd-sized direct writes: requests of several lengths
 	dd if="$keep" of="$dev" bs=36k oflag=direct status=none || fail "writing $dev failed"
