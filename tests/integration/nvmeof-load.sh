@@ -7,7 +7,8 @@
 # 16 over the whole device, each block read back and checked (crc32c), then
 # 4 KiB random reads at queue depth 16 for a fixed time; then b hashes the
 # whole device as it reads it over the fabric and a hashes it locally: the
-# two must agree. A hang shows as fio's timeout, the keep-alive expiring
+# two must agree, and each sroce side's byte counters moved by at least the
+# data it carried (traffic_check). A hang shows as fio's timeout, the keep-alive expiring
 # (the controller resets and fio reports errors) or the harness's
 # link-stall probe naming the guest whose transmit queue stopped. Prints
 # each round's IOPS and, at exit, both sides' counters.
@@ -24,6 +25,7 @@ mib=32
 # took 353 s there with the target on rxe, 736 s beside another pair)
 [[ $(uname -r) == *-sroce-debug ]] && mib=8
 trap dump_counters EXIT
+traffic_begin
 
 # null_blk_up: a memory-backed null_blk device of $mib MiB; prints its path.
 # Linux names it after its configfs directory (6.0 and later), as here.
@@ -76,6 +78,10 @@ if [[ $SROCE_ROLE == a ]]; then
 	[[ $(device_sha "$dev") == $(from_peer sha 60) ]] ||
 		fail "the target's device differs from what the host read"
 	log "the target's device holds what the host read over the fabric"
+	# fio's verify pass and the host's hash read came by the target's
+	# RDMA WRITEs (the timed random reads add an unknown amount), fio's
+	# writes by its RDMA READs
+	traffic_check $((2 * mib << 20)) $((mib << 20))
 	barrier host-done 120
 	nvmet_unexport
 	rmdir "$nullb_dir"
@@ -83,6 +89,7 @@ else
 	dev=$(nvme_connect)
 	fio_load "$dev" || fail "fio counted errors"
 	tell_peer sha "$(device_sha "$dev")"
+	traffic_check $((mib << 20)) $((2 * mib << 20))
 	barrier load-done 900
 	nvme_disconnect
 	barrier host-done 120

@@ -8,7 +8,9 @@
 # responses are SENDs into kernel receive buffers; data moves by the
 # target's RDMA READs and WRITEs. The host reads the namespace and compares
 # it with the target's file, writes random data, reads it back; the target
-# then checks that its file holds exactly what the host wrote. In make
+# then checks that its file holds exactly what the host wrote, and each
+# sroce side that its byte counters moved by at least the data it carried
+# (traffic_check: the data crossed RDMA, not TCP). In make
 # check-full only: make check's nvmeof-load runs the sroce target under
 # heavier load (sroce on both sides). On 6.12 the stock rdma_rxe host
 # crashed twice in CI runs (once a NULL function call, once a corrupted slab
@@ -24,6 +26,7 @@ require_pair
 require_cmd sha256sum cmp dd
 mib=16
 
+traffic_begin
 if [[ $SROCE_ROLE == a ]]; then
 	dd if=/dev/urandom of=/tmp/backing bs=1M count="$mib" status=none
 	sha256sum </tmp/backing | cut -d' ' -f1 >"$SROCE_PAIR_DIR/initial.sha"
@@ -32,6 +35,9 @@ if [[ $SROCE_ROLE == a ]]; then
 	cmp /tmp/backing "$SROCE_PAIR_DIR/written" ||
 		fail "the target's file is not what the host wrote"
 	log "target file holds the $mib MiB the host wrote"
+	# the host's two reads came by the target's RDMA WRITEs, its write
+	# by the target's RDMA READs
+	traffic_check $((2 * mib << 20)) $((mib << 20))
 	nvmet_unexport
 else
 	dev=$(nvme_connect)
@@ -50,6 +56,7 @@ else
 	log "wrote $mib MiB and read it back identical"
 	cp /tmp/w "$SROCE_PAIR_DIR/written"
 	nvme_disconnect
+	traffic_check $((mib << 20)) $((2 * mib << 20))
 	barrier host-done 300
 fi
 log "PASS"
