@@ -88,6 +88,10 @@ odp_mem() {
 	cat "$out"
 	grep -qx "odp-mem: $fit GiB registered, then Cannot allocate memory" "$out" ||
 		fail "odp_max_mb=$1: not refused after $fit GiB of ODP MRs"
+	# the port's odp_pages gauge, read while they are registered: their
+	# 4 KiB pages of range, 2^18 per GiB (the refused one left none)
+	grep -q "^odp-mem: odp_pages $((fit << 18)), " "$out" ||
+		fail "odp_max_mb=$1: odp_pages is not the $((fit << 18)) pages of $fit GiB registered"
 	((rc == 0)) || fail "sroce-odp -M failed (status $rc)"
 	grep -qx "odp-mem: refused: PASS" "$out" || fail "sroce-odp -M: no PASS line"
 }
