@@ -351,6 +351,7 @@ struct conn {
 	uint64_t post_at;	/* KIND_RNR_WAIT: when to post (ms) */
 	uint32_t failures, checks;
 	bool finished;
+	int result_status;	/* the result SEND's completion, -1 before */
 
 	/* client */
 	struct region src, dst, res, ctl;
@@ -718,9 +719,7 @@ static void server_poll(struct conn *c)
 		for (i = 0; i < n; i++) {
 			if (wc[i].opcode == IBV_WC_SEND &&
 			    wc[i].wr_id == 0xfeed) {
-				srv_check(c, wc[i].status == IBV_WC_SUCCESS,
-					  "result sent (%s)",
-					  ibv_wc_status_str(wc[i].status));
+				c->result_status = wc[i].status;
 				continue;
 			}
 			if (c->hello.kind == KIND_RNR_WAIT) {
@@ -753,6 +752,29 @@ static void server_poll(struct conn *c)
 	}
 	if (n < 0)
 		die("ibv_poll_cq: %s", strerror(errno));
+}
+
+/*
+ * Checked once the client has disconnected, which it does only after it
+ * received the result. Its ACK of that SEND can still be lost (verify-loss
+ * drops packets), and a QP that disconnected answers no retransmission:
+ * the SEND is then flushed when this side's QP goes to the error state,
+ * although the client has it. So either status means delivered; any other
+ * (retry exceeded, say) is a failure.
+ */
+static void server_result_sent(struct conn *c)
+{
+	uint64_t until = now_ms() + 5000;
+
+	/* the flush may complete a moment after the QP left RTS */
+	while (c->finished && c->result_status < 0 && now_ms() < until) {
+		usleep(1000);
+		server_poll(c);
+	}
+	srv_check(c, c->result_status == IBV_WC_SUCCESS ||
+		  c->result_status == IBV_WC_WR_FLUSH_ERR,
+		  "result sent (%s)", c->result_status < 0 ? "no completion" :
+		  ibv_wc_status_str(c->result_status));
 }
 
 static void server_negative_done(struct conn *c)
@@ -793,6 +815,7 @@ static void server_connect_request(struct rdma_cm_event *ev,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		die("out of memory");
+	c->result_status = -1;
 	memcpy(&c->hello, ev->param.conn.private_data, sizeof(c->hello));
 	if (c->hello.magic != VFY_MAGIC || c->hello.version != VFY_VERSION ||
 	    c->hello.kind >= KIND_COUNT || c->hello.num_msgs > 100000 ||
@@ -903,9 +926,11 @@ static int run_server(const char *port, const char *bind_addr)
 			if (!c->disconnected)
 				continue;
 			server_poll(c);
-			if (c->hello.kind == KIND_DATA)
+			if (c->hello.kind == KIND_DATA) {
 				srv_check(c, c->finished,
 					  "data connection finished");
+				server_result_sent(c);
+			}
 			else if (c->hello.kind == KIND_RNR_WAIT)
 				srv_check(c, c->next_msg == c->hello.num_msgs,
 					  "%u of %u messages arrived after RNR NAKs",
