@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug pairs=sroce:sroce timeout=300
+# sroce-test: kernels=debug full-kernels=debug pairs=sroce:sroce timeout=300
 # SPDX-License-Identifier: GPL-2.0
 #
 # A request packet that cannot be allocated must not stall its QP. With

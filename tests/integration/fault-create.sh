@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug pairs=none timeout=300
+# sroce-test: kernels=debug full-kernels=debug pairs=none timeout=300
 # SPDX-License-Identifier: GPL-2.0
 #
 # Every allocation a verb makes in the kernel fails once (systematic fault

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=debug pairs=none timeout=600
+# sroce-test: kernels=debug full-kernels=debug pairs=none timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # Runs sroce's KUnit suites (sroce_kunit.ko, built only for the debug
