@@ -859,6 +859,12 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
 	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
+	/*
+	 * The 802.1Q priority of a VLAN's packets: the traffic class's
+	 * priority through the VLAN's egress map, which is how rdma_cm chose
+	 * the QP's SL (iboe_tos_to_sl()), so the tag carries that SL.
+	 */
+	skb->priority = rt_tos2priority(av->tclass);
 
 	/* Every field the ICRC covers is final now. */
 	icrc_le = cpu_to_le32(sroce_icrc_compute(skb));

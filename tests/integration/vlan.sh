@@ -11,6 +11,9 @@
 # so a UD receive must report that VLAN (IB_WC_WITH_VLAN): sroce's did not,
 # and the server never answered. Packets must go out tagged: eth0.100's own
 # counters carry the pings, and a capture on eth0 sees VLAN 100 RoCE frames.
+# The VLAN maps priority 6 to PCP 5; ucmatose connects with ToS 16, whose
+# priority is 6, and every frame a sroce guest sends for it must carry
+# priority 5 (rdma_rxe's do not: it sets no skb priority).
 # A device of its own on eth0.100 is refused with EOPNOTSUPP, as rdma_rxe
 # refuses one: ib_core would give it no GID (sroce used to accept it, and
 # it never connected).
@@ -32,7 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ip link add link "$SROCE_NETDEV" name "$vdev" type vlan id 100
+# priority 6 (ToS 0x10's, rt_tos2priority()) leaves tagged with PCP 5
+ip link add link "$SROCE_NETDEV" name "$vdev" type vlan id 100 egress-qos-map 6:5
 ip addr add "10.0.100.$me/24" dev "$vdev"
 ip -6 addr add "fd00:100::$me/64" dev "$vdev" nodad
 ip link set "$vdev" up
@@ -72,6 +76,41 @@ run() {
 }
 run 4 18900
 run 6 18901
+
+# tos_run PORT: ucmatose over the VLAN with ToS 0x10, messages both ways;
+# this guest's frames captured on eth0 meanwhile. rdma_cm gave the QPs
+# the SL the VLAN's egress map gives that ToS's priority (5), and each
+# sroce packet must carry it as its 802.1Q priority.
+tos_run() {
+	local port=$1 out=$SROCE_OUT/vlan-tos-$SROCE_ROLE.txt pcap=$SROCE_OUT/vlan-tos-$SROCE_ROLE.pcap
+	local mac pid frames pcp5
+	mac=$(cat "/sys/class/net/$SROCE_NETDEV/address")
+	tcpdump -i "$SROCE_NETDEV" -U -w "$pcap" "ether src $mac and vlan 100 and udp port 4791" \
+		2>"$pcap.log" &
+	pid=$!
+	wait_for 10 grep -q "listening on" "$pcap.log" || fail "tcpdump did not start"
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 120 ucmatose -b "10.0.100.$me" -p "$port" -t 16 -C 20 -S 2048 >"$out" 2>&1 &
+		local server=$!
+		announce_port "$port" rdma
+		wait "$server" || { cat "$out"; fail "ToS 16: ucmatose server failed"; }
+	else
+		wait_peer_port "$port"
+		with_timeout 120 ucmatose -s "10.0.100.$peer" -p "$port" -t 16 -C 20 -S 2048 >"$out" 2>&1 ||
+			{ cat "$out"; fail "ToS 16: ucmatose client failed"; }
+	fi
+	barrier tos-done 120
+	sleep 1
+	kill -INT "$pid"
+	wait "$pid" 2>/dev/null || true
+	frames=$(tcpdump -e -r "$pcap" 2>/dev/null | wc -l)
+	pcp5=$(tcpdump -e -r "$pcap" 2>/dev/null | grep -c "vlan 100, p 5," || true)
+	log "ToS 16: $frames RoCE frames sent on VLAN 100, $pcp5 with priority 5"
+	[[ $SROCE_DEV_TYPE == sroce ]] || return 0
+	((frames >= 20)) || fail "ToS 16: this guest sent $frames RoCE frames on VLAN 100"
+	((pcp5 == frames)) || fail "ToS 16: $((frames - pcp5)) of $frames frames not tagged with priority 5"
+}
+tos_run 18902
 
 sent=$(($(cat "/sys/class/net/$vdev/statistics/tx_packets") - tx0))
 ((sent >= 2 * count)) || fail "eth0.100 sent $sent packets for $((2 * count)) pings"
