@@ -171,6 +171,43 @@ verify_pair() {
 	fi
 }
 
+# guest_a_host: guest a's host number (the last byte of its IPv4 address),
+# for the addresses a test adds on subnets of its own.
+guest_a_host() {
+	if [[ $SROCE_ROLE == a ]]; then
+		echo "${SROCE_LOCAL_IP##*.}"
+	else
+		echo "${SROCE_PEER_IP##*.}"
+	fi
+}
+
+# rping_pair LABEL ADDR PORT COUNT SIZE: rping through rdma_cm, the server
+# on guest a bound to its address ADDR, the client on b connecting to it;
+# COUNT pings of SIZE bytes, every ping's data checked on both sides
+# (check_pings). Output in $SROCE_OUT/LABEL-ROLE.txt.
+rping_pair() {
+	local label=$1 addr=$2 port=$3 count=$4 size=$5 out rc=0 pid
+	out=$SROCE_OUT/$label-$SROCE_ROLE.txt
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 120 rping -s -a "$addr" -p "$port" -C "$count" -S "$size" \
+			-v -V >"$out" 2>"$out.err" &
+		pid=$!
+		announce_port "$port" rdma
+		wait "$pid" || rc=$?
+		check_pings "$out" "server ping data: " "$size" "$count" ||
+			fail "$label: the server's pings are missing or wrong"
+	else
+		wait_peer_port "$port"
+		with_timeout 120 rping -c -a "$addr" -p "$port" -C "$count" -S "$size" \
+			-v -V >"$out" 2>"$out.err" || rc=$?
+		check_pings "$out" "ping data: " "$size" "$count" ||
+			fail "$label: the client's pings are missing or wrong"
+	fi
+	rping_status "$rc" "$out.err" ||
+		{ tail -c 2000 "$out.err"; fail "$label: rping failed ($rc)"; }
+	log "$label: $count pings of $size bytes to $addr, every byte checked"
+}
+
 # netdev_of_dev DEV: the netdev an RDMA device's port 1 sits on.
 netdev_of_dev() {
 	cat "/sys/class/infiniband/$1/ports/1/gid_attrs/ndevs/0" 2>/dev/null
@@ -242,6 +279,20 @@ kmemleak_check() {
 dev_objects() {
 	rdma resource show | awk -v dev="$1:" -v t="$2" '
 		$2 == dev { for (i = 3; i < NF; i++) if ($i == t) print $(i + 1) }'
+}
+
+# sroce_tx_bytes: bytes this guest's sroce device has sent (port counter).
+sroce_tx_bytes() {
+	cat "/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters/tx_bytes"
+}
+
+# sroce_moving [BYTES]: did this guest's sroce device send at least BYTES
+# (default 1 MB) in the last second?
+sroce_moving() {
+	local b0
+	b0=$(sroce_tx_bytes)
+	sleep 1
+	(($(sroce_tx_bytes) - b0 >= ${1:-1000000}))
 }
 
 # dev_object_counts DEV: "QP CQ PD MR" counts of DEV, to compare before and

@@ -39,18 +39,6 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# shellcheck disable=SC2317 # called through wait_for
-tx_bytes() { cat "/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters/tx_bytes"; }
-
-# moving: the device sent at least 1 MB in the last second.
-# shellcheck disable=SC2317 # called through wait_for
-moving() {
-	local b0
-	b0=$(tx_bytes)
-	sleep 1
-	(($(tx_bytes) - b0 >= 1000000))
-}
-
 # restore: the module loaded and the device ACTIVE again.
 restore() {
 	grep -q '^sroce ' /proc/modules || insmod "$SROCE_MODULE" || fail "insmod $SROCE_MODULE"
@@ -94,7 +82,7 @@ phase() {
 	"${ud[@]}" -d "$SROCE_DEV" -x "$idx" -p $((port + 1)) "$SROCE_PEER_IP" \
 		>"$SROCE_OUT/$name-ud-a.txt" 2>&1 &
 	pids+=($!)
-	wait_for 30 moving || fail "$name: no traffic on $SROCE_DEV"
+	wait_for 30 sroce_moving || fail "$name: no traffic on $SROCE_DEV"
 	for p in "${pids[@]}"; do
 		kill -0 "$p" 2>/dev/null || fail "$name: a perftest client ended before the teardown"
 	done

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe pairs.debug=sroce:sroce pairs.7.2=sroce:sroce timeout=300
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe pairs.debug=sroce:sroce pairs.7.2=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # RoCE on an 802.1Q VLAN the way RoCE NICs are used: the RDMA device stays
@@ -17,12 +17,16 @@
 # A device of its own on eth0.100 is refused with EOPNOTSUPP, as rdma_rxe
 # refuses one: ib_core would give it no GID (sroce used to accept it, and
 # it never connected).
+# Last, guest a deletes eth0.100 under RC WRITE and READ traffic over it
+# (delete_phase): the deletion must not wait on sroce, the QPs must fail
+# with retry-exceeded completions and leave nothing behind, and the VLAN,
+# added back, must carry checked data again.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
 
 require_pair
-require_cmd rping ip tcpdump python3
+require_cmd rping ip tcpdump python3 ib_write_bw ib_read_bw
 vdev=$SROCE_NETDEV.100
 me=${SROCE_LOCAL_IP##*.} peer=${SROCE_PEER_IP##*.}
 count=30 size=4096
@@ -35,44 +39,28 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# priority 6 (ToS 0x10's, rt_tos2priority()) leaves tagged with PCP 5
-ip link add link "$SROCE_NETDEV" name "$vdev" type vlan id 100 egress-qos-map 6:5
-ip addr add "10.0.100.$me/24" dev "$vdev"
-ip -6 addr add "fd00:100::$me/64" dev "$vdev" nodad
-ip link set "$vdev" up
-# the GIDs ib_core adds for the VLAN device's addresses, on eth0's device
-gid_index "$SROCE_DEV" 4 "10.0.100.$me" >/dev/null
-gid_index "$SROCE_DEV" 6 "fd00:100::$me" >/dev/null
+# vlan_up: eth0.100 with this guest's addresses, and the GIDs ib_core adds
+# for them on eth0's device. Priority 6 (ToS 0x10's, rt_tos2priority())
+# leaves tagged with PCP 5.
+vlan_up() {
+	ip link add link "$SROCE_NETDEV" name "$vdev" type vlan id 100 egress-qos-map 6:5
+	ip addr add "10.0.100.$me/24" dev "$vdev"
+	ip -6 addr add "fd00:100::$me/64" dev "$vdev" nodad
+	ip link set "$vdev" up
+	gid_index "$SROCE_DEV" 4 "10.0.100.$me" >/dev/null
+	gid_index "$SROCE_DEV" 6 "fd00:100::$me" >/dev/null
+}
+vlan_up
 tcpdump -i "$SROCE_NETDEV" -U -w "$cap" 'vlan 100 and udp port 4791' 2>/dev/null &
 capture=$!
 tx0=$(cat "/sys/class/net/$vdev/statistics/tx_packets")
 
-# run FAMILY PORT: rping between the VLAN addresses, data checked
+# run FAMILY PORT [LABEL]: rping to guest a's VLAN address, data checked
 run() {
-	local family=$1 port=$2 out rc=0 pid addr
-	out=$SROCE_OUT/vlan-ipv$family-$SROCE_ROLE.txt
-	if [[ $SROCE_ROLE == a ]]; then
-		addr=10.0.100.$me
-		[[ $family == 6 ]] && addr=fd00:100::$me
-		with_timeout 120 rping -s -a "$addr" -p "$port" -C "$count" -S "$size" \
-			-v -V >"$out" 2>"$out.err" &
-		pid=$!
-		announce_port "$port" rdma
-		wait "$pid" || rc=$?
-		check_pings "$out" "server ping data: " "$size" "$count" ||
-			fail "VLAN IPv$family: the server saw wrong data"
-	else
-		addr=10.0.100.$peer
-		[[ $family == 6 ]] && addr=fd00:100::$peer
-		wait_peer_port "$port"
-		with_timeout 120 rping -c -a "$addr" -p "$port" -C "$count" -S "$size" \
-			-v -V >"$out" 2>"$out.err" || rc=$?
-		check_pings "$out" "ping data: " "$size" "$count" ||
-			fail "VLAN IPv$family: the client got wrong data back"
-	fi
-	rping_status "$rc" "$out.err" ||
-		{ tail -c 2000 "$out.err"; fail "VLAN IPv$family: rping failed ($rc)"; }
-	log "VLAN 100, IPv$family: $count pings of $size bytes, every byte checked"
+	local family=$1 port=$2 label=${3:-vlan} addr
+	addr=10.0.100.$(guest_a_host)
+	[[ $family == 6 ]] && addr=fd00:100::$(guest_a_host)
+	rping_pair "$label-ipv$family" "$addr" "$port" "$count" "$size"
 }
 run 4 18900
 run 6 18901
@@ -129,3 +117,97 @@ if [[ $SROCE_DEV_TYPE == sroce ]]; then
 	[[ ! -e /sys/class/infiniband/sroce-vlan ]] || fail "a device sroce-vlan exists"
 	log "PASS: a device on $vdev itself is refused: $err"
 fi
+
+# ended PID: has the process PID ended?
+# shellcheck disable=SC2317 # called through wait_for
+ended() { ! kill -0 "$1" 2>/dev/null; }
+
+# expect_retry_error NAME PID OUT T0: perftest process PID must end on a
+# failed completion, transport retries exceeded (status 12), within 120 s
+# of the deletion at T0 ($SECONDS). sroce doubles the timeout on each
+# retry (comp.c): perftest's default 7 retries of 67 ms took 14 to 65 s
+# here, 191 times the measured round trip; with one retry it is 3 times.
+expect_retry_error() {
+	local name=$1 pid=$2 out=$3 t0=$4 rc=0
+	wait_for 120 ended "$pid" ||
+		{ cat "$out"; fail "$name still runs 120 s after the VLAN was deleted"; }
+	wait "$pid" || rc=$?
+	((rc != 0)) || { cat "$out"; fail "$name succeeded although its VLAN was deleted"; }
+	grep -q "Failed status 12:" "$out" ||
+		{ cat "$out"; fail "$name ended ($rc) without a retry-exceeded completion"; }
+	log "$name ended $((SECONDS - t0)) s after the deletion on $(grep -m1 'Failed status' "$out" | sed 's/^ *//')"
+}
+
+# in_data_phase OUT: the perftest client writing OUT has connected and
+# started its measurement (it prints the results header first).
+in_data_phase() {
+	wait_for 60 grep -q "#iterations" "$1" || { cat "$1"; fail "$1: perftest did not connect"; }
+}
+
+# Deleting the VLAN under RC traffic. Both ways over VLAN 100, perftest
+# connecting through rdma_cm to the VLAN addresses (one retry): 64 KiB WRITEs
+# from a to b and 64 KiB READs from b to a, so guest a, which deletes
+# eth0.100 once bytes move, is a requester and a responder on the VLAN it
+# loses. The deletion must end within 10 s: a QP or its cached route
+# holding the VLAN netdev would make its unregister wait for ever. Then
+# both clients must end on a retry-exceeded completion (a's packets have
+# no route left, b's reach no VLAN), every object they made must be gone,
+# and after eth0.100 is added back rping over it checks its data again.
+# Against rdma_rxe (6.1, perftest's 7 retries) the clients did not end
+# within 60 s: sroce's backed-off retries outlasted it, and rxe's READs
+# once ended on a local QP operation error (status 2), its perftest hung.
+delete_phase() {
+	if [[ $SROCE_DEV_TYPE != sroce || $SROCE_PEER_DEV_TYPE != sroce ]]; then
+		log "the VLAN's deletion runs between two sroce devices only"
+		return 0
+	fi
+	local wport=18910 rport=18911 objs0 t0 wpid rpid del
+	local -a write=(ib_write_bw -R --retry_count=1 -s 65536 -D 150 -F -d "$SROCE_DEV")
+	local -a read=(ib_read_bw -R --retry_count=1 -s 65536 -D 150 -F -d "$SROCE_DEV")
+	objs0=$(dev_object_counts "$SROCE_DEV")
+	if [[ $SROCE_ROLE == a ]]; then
+		with_timeout 200 "${read[@]}" -p "$rport" >"$SROCE_OUT/vlan-del-read-a.txt" 2>&1 &
+		rpid=$!
+		announce_port "$rport" rdma 60
+		wait_peer_port "$wport" 60
+		with_timeout 200 "${write[@]}" -p "$wport" "10.0.100.$peer" \
+			>"$SROCE_OUT/vlan-del-write-a.txt" 2>&1 &
+		wpid=$!
+		in_data_phase "$SROCE_OUT/vlan-del-write-a.txt"
+		barrier vlan-del-started 120
+		wait_for 30 sroce_moving || fail "no traffic on $SROCE_DEV over VLAN 100"
+		ended "$wpid" && { cat "$SROCE_OUT/vlan-del-write-a.txt"; fail "ib_write_bw ended before the deletion"; }
+		t0=$SECONDS
+		ip link del "$vdev" &
+		del=$!
+		wait_for 10 ended "$del" ||
+			fail "deleting $vdev under traffic took over 10 s (a reference on it is never put)"
+		wait "$del" || fail "ip link del $vdev failed"
+		log "$vdev deleted under RC WRITE and READ traffic in $((SECONDS - t0)) s"
+		expect_retry_error "ib_write_bw (a's WRITEs)" "$wpid" "$SROCE_OUT/vlan-del-write-a.txt" "$t0"
+		wait_for 60 ended "$rpid" || kill "$rpid" 2>/dev/null
+		wait "$rpid" 2>/dev/null || true
+		barrier vlan-del-clients 120
+	else
+		with_timeout 200 "${write[@]}" -p "$wport" >"$SROCE_OUT/vlan-del-write-b.txt" 2>&1 &
+		wpid=$!
+		announce_port "$wport" rdma 60
+		wait_peer_port "$rport" 60
+		with_timeout 200 "${read[@]}" -p "$rport" "10.0.100.$peer" \
+			>"$SROCE_OUT/vlan-del-read-b.txt" 2>&1 &
+		rpid=$!
+		in_data_phase "$SROCE_OUT/vlan-del-read-b.txt"
+		barrier vlan-del-started 120
+		t0=$SECONDS
+		expect_retry_error "ib_read_bw (b's READs)" "$rpid" "$SROCE_OUT/vlan-del-read-b.txt" "$t0"
+		wait_for 60 ended "$wpid" || kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null || true
+		barrier vlan-del-clients 120
+	fi
+	wait_for 10 test "$(dev_object_counts "$SROCE_DEV")" == "$objs0" ||
+		fail "QP CQ PD MR counts of $SROCE_DEV: $(dev_object_counts "$SROCE_DEV") after, $objs0 before"
+	[[ $SROCE_ROLE == a ]] && vlan_up
+	barrier vlan-del-done 120
+	run 4 18912 vlan-readded
+}
+delete_phase
