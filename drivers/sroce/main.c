@@ -183,25 +183,86 @@ static void sroce_reap_dead(void)
 		sroce_release_dev(sdev);
 }
 
+/* The live sroce device on @ndev, if any. sroce_devs_lock held. */
+static struct sroce_dev *sroce_dev_on(const struct net_device *ndev)
+{
+	struct sroce_dev *sdev;
+
+	lockdep_assert_held(&sroce_devs_lock);
+	list_for_each_entry(sdev, &sroce_devs, list)
+		if (sdev->ndev == ndev && !sdev->dead)
+			return sdev;
+	return NULL;
+}
+
+struct sroce_stack_walk {
+	const struct net_device *ndev;
+	struct net_device *stacked;	/* found: a netdev with a device */
+	struct sroce_dev *owner;	/* its device */
+};
+
+static int sroce_stacked_owner(struct net_device *stacked,
+			       struct netdev_nested_priv *priv)
+{
+	struct sroce_stack_walk *walk = priv->data;
+
+	if (!net_eq(dev_net(stacked), dev_net(walk->ndev)))
+		return 0;
+	walk->owner = sroce_dev_on(stacked);
+	walk->stacked = stacked;
+	return walk->owner ? 1 : 0;	/* non-zero ends the walk */
+}
+
 /*
- * Put sdev on the list unless its netdev already has a live sroce device:
- * the check and the insertion are one step, so two concurrent newlinks on
- * one netdev cannot both succeed. The list holds a device reference.
+ * ib_core gives a RoCE port the GIDs of its netdev's upper devices
+ * (macvlan, ipvlan, bond...). Two devices on one stack in one namespace
+ * would hold the same GIDs: rdma_cm could put a connection on one while
+ * its packets arrive at the other. The device of @ndev's stack in its
+ * namespace, if any; sroce_devs_lock held.
+ */
+static struct sroce_dev *sroce_stack_owner(struct net_device *ndev,
+					   struct net_device **stacked)
+{
+	struct sroce_stack_walk walk = { .ndev = ndev };
+	struct netdev_nested_priv priv = { .data = &walk };
+
+	rcu_read_lock();
+	netdev_walk_all_lower_dev_rcu(ndev, sroce_stacked_owner, &priv);
+	if (!walk.owner)
+		netdev_walk_all_upper_dev_rcu(ndev, sroce_stacked_owner, &priv);
+	if (walk.owner)
+		*stacked = walk.stacked;
+	rcu_read_unlock();
+	return walk.owner;
+}
+
+/*
+ * Put sdev on the list unless its netdev, or one stacked under or on it in
+ * its namespace, already has a live sroce device: the check and the
+ * insertion are one step, so two concurrent newlinks on one netdev cannot
+ * both succeed. The list holds a device reference.
  */
 static int sroce_claim_netdev(struct sroce_dev *sdev)
 {
+	struct net_device *stacked;
 	struct sroce_dev *other;
 	int err = 0;
 
 	mutex_lock(&sroce_devs_lock);
-	list_for_each_entry(other, &sroce_devs, list) {
-		if (other->ndev == sdev->ndev && !other->dead) {
-			pr_err("%s already has RDMA device %s\n",
-			       netdev_name(sdev->ndev),
-			       dev_name(&other->ibdev.dev));
-			err = -EEXIST;
-			goto out;
-		}
+	other = sroce_dev_on(sdev->ndev);
+	if (other) {
+		pr_err("%s already has RDMA device %s\n",
+		       netdev_name(sdev->ndev), dev_name(&other->ibdev.dev));
+		err = -EEXIST;
+		goto out;
+	}
+	other = sroce_stack_owner(sdev->ndev, &stacked);
+	if (other) {
+		pr_err("%s is stacked with %s, whose RDMA device %s has its GIDs\n",
+		       netdev_name(sdev->ndev), netdev_name(stacked),
+		       dev_name(&other->ibdev.dev));
+		err = -EOPNOTSUPP;
+		goto out;
 	}
 	get_device(&sdev->ibdev.dev);
 	list_add_tail_rcu(&sdev->list, &sroce_devs);

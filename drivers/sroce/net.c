@@ -163,6 +163,35 @@ static struct net_device *sroce_local_dev(struct sk_buff *skb)
 	return ipv6_dev_find(dev_net(skb->dev), &ipv6_hdr(skb)->daddr, NULL);
 }
 
+struct sroce_lower_walk {
+	struct sroce_net *snet;
+	struct sroce_net_port *port;
+};
+
+static int sroce_lower_port(struct net_device *lower,
+			    struct netdev_nested_priv *priv)
+{
+	struct sroce_lower_walk *walk = priv->data;
+
+	walk->port = sroce_port_find(walk->snet, lower);
+	return walk->port ? 1 : 0;	/* non-zero ends the walk */
+}
+
+/*
+ * ib_core gives a RoCE port the GIDs of every upper device of its netdev
+ * (VLAN, macvlan, ipvlan): a packet that arrived on one of those belongs
+ * to the device on a netdev below it. Called under RCU, as the walk needs.
+ */
+static struct sroce_net_port *sroce_lower_port_find(struct sroce_net *snet,
+						    struct net_device *ndev)
+{
+	struct sroce_lower_walk walk = { .snet = snet };
+	struct netdev_nested_priv priv = { .data = &walk };
+
+	netdev_walk_all_lower_dev_rcu(ndev, sroce_lower_port, &priv);
+	return walk.port;
+}
+
 static struct sroce_net_port *sroce_port_for_skb(struct sroce_net *snet,
 						 struct sk_buff *skb)
 {
@@ -181,10 +210,7 @@ static struct sroce_net_port *sroce_port_for_skb(struct sroce_net *snet,
 		if (port)
 			return port;
 	}
-	/* GIDs of VLAN uppers belong to the device of the lower one. */
-	if (is_vlan_dev(ndev))
-		return sroce_port_find(snet, vlan_dev_real_dev(ndev));
-	return NULL;
+	return sroce_lower_port_find(snet, ndev);
 }
 
 static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
