@@ -218,7 +218,8 @@ static int sroce_stacked_owner(struct net_device *stacked,
  * (macvlan, ipvlan, bond...). Two devices on one stack in one namespace
  * would hold the same GIDs: rdma_cm could put a connection on one while
  * its packets arrive at the other. The device of @ndev's stack in its
- * namespace, if any; sroce_devs_lock held.
+ * namespace, if any, and in @stacked its netdev, which that device holds
+ * for as long as sroce_devs_lock (held) keeps it listed.
  */
 static struct sroce_dev *sroce_stack_owner(struct net_device *ndev,
 					   struct net_device **stacked)
