@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1,6.12 pairs=sroce:sroce pairs.6.12=sroce:sroce+e1000e timeout=600
+# sroce-test: kernels=6.1,6.12 full-kernels=6.1,6.12 pairs=sroce:sroce pairs.6.12=sroce:sroce+e1000e timeout=600
 # SPDX-License-Identifier: GPL-2.0
 # Counters and resource tracking, from the tools users run:
 # - `rdma resource show` lists the PD, CQ, MR and QP of a running
@@ -23,6 +23,7 @@
 #   named, in the table "elsewhere" below, with the test that drives and
 #   checks it: a counter in neither, or a name in a table the device does
 #   not expose, fails the test.
+# (Not on the debug kernel, which has no prio.)
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 pairs=sroce:sroce timeout=300
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12 pairs=sroce:sroce timeout=300
 # SPDX-License-Identifier: GPL-2.0
 #
 # RoCEv2 congestion control (drivers/sroce/cc.c) at a bottleneck that marks
@@ -23,6 +23,7 @@
 #   resends; on must drop and resend fewer;
 # - the bottleneck stays busy: on moves at least 60% of off's bytes per
 #   second (under TCG a run's rate varies by tens of percent).
+# (Not on the debug kernel, which has no ifb, htb, codel and mirred.)
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"
