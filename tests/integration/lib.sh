@@ -281,18 +281,13 @@ dev_objects() {
 		$2 == dev { for (i = 3; i < NF; i++) if ($i == t) print $(i + 1) }'
 }
 
-# sroce_tx_bytes: bytes this guest's sroce device has sent (port counter).
-sroce_tx_bytes() {
-	cat "/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters/tx_bytes"
-}
-
 # sroce_moving [BYTES]: did this guest's sroce device send at least BYTES
 # (default 1 MB) in the last second?
 sroce_moving() {
 	local b0
-	b0=$(sroce_tx_bytes)
+	b0=$(link_counter "$SROCE_DEV" tx_bytes)
 	sleep 1
-	(($(sroce_tx_bytes) - b0 >= ${1:-1000000}))
+	(($(link_counter "$SROCE_DEV" tx_bytes) - b0 >= ${1:-1000000}))
 }
 
 # dev_object_counts DEV: "QP CQ PD MR" counts of DEV, to compare before and

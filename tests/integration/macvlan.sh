@@ -33,14 +33,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# upper_up NAME SUBNET IP-LINK-ARGS...: NAME on eth0 with this guest's
-# address 10.0.SUBNET.N/24 (and fd00:SUBNET::N/64), whose GIDs must appear
-# on eth0's device.
+# upper_up NAME SUBNET KIND ARGS...: NAME, an ip-link KIND device on eth0
+# (ARGS: its options), with this guest's address 10.0.SUBNET.N/24 (and
+# fd00:SUBNET::N/64), whose GIDs must appear on eth0's device.
 upper_up() {
-	local name=$1 subnet=$2
-	shift 2
-	modprobe -q "$2" 2>/dev/null || true
-	ip link add link "$SROCE_NETDEV" name "$name" "$@"
+	local name=$1 subnet=$2 kind=$3
+	shift 3
+	modprobe -q "$kind" 2>/dev/null || true
+	ip link add link "$SROCE_NETDEV" name "$name" type "$kind" "$@"
 	upper=$name
 	ip addr add "10.0.$subnet.$me/24" dev "$name"
 	ip -6 addr add "fd00:$subnet::$me/64" dev "$name" nodad
@@ -82,10 +82,10 @@ through() {
 	upper=''
 }
 
-upper_up macvlan0 101 type macvlan mode bridge
+upper_up macvlan0 101 macvlan mode bridge
 refused sroce-mv macvlan0
 through macvlan0 101 18930
-upper_up ipvlan0 102 type ipvlan mode l2
+upper_up ipvlan0 102 ipvlan mode l2
 refused sroce-ipv ipvlan0
 through ipvlan0 102 18940
 

@@ -178,52 +178,51 @@ both_connected() {
 # Against rdma_rxe (6.1, perftest's 7 retries) the clients did not end
 # within 60 s: sroce's backed-off retries outlasted it, and rxe's READs
 # once ended on a local QP operation error (status 2), its perftest hung.
+# delete_under_client PID OUT: guest a's side of the deletion, its client
+# PID (output OUT) moving data; sets the caller's t0 to when it began.
+delete_under_client() {
+	local del
+	wait_for 30 sroce_moving || fail "no traffic on $SROCE_DEV over VLAN 100"
+	ended "$1" && { cat "$2"; fail "the client ended before the deletion"; }
+	t0=$SECONDS
+	ip link del "$vdev" &
+	del=$!
+	wait_for 10 ended "$del" ||
+		fail "deleting $vdev under traffic took over 10 s (a reference on it is never put)"
+	wait "$del" || fail "ip link del $vdev failed"
+	log "$vdev deleted under RC WRITE and READ traffic in $((SECONDS - t0)) s"
+}
+
 delete_phase() {
 	if [[ $SROCE_DEV_TYPE != sroce || $SROCE_PEER_DEV_TYPE != sroce ]]; then
 		log "the VLAN's deletion runs between two sroce devices only"
 		return 0
 	fi
-	local wport=18910 rport=18911 objs0 t0 wpid rpid del
-	local -a write=(ib_write_bw -R --retry_count=1 -s 65536 -D 150 -F -d "$SROCE_DEV")
-	local -a read=(ib_read_bw -R --retry_count=1 -s 65536 -D 150 -F -d "$SROCE_DEV")
+	local -a opts=(-R --retry_count=1 -s 65536 -D 150 -F -d "$SROCE_DEV")
+	local wport=18910 rport=18911 objs0 t0 serve sport client cport spid cpid cout
 	objs0=$(dev_object_counts "$SROCE_DEV")
+	# a serves the READs and sends the WRITEs; b the other way round
 	if [[ $SROCE_ROLE == a ]]; then
-		with_timeout 200 "${read[@]}" -p "$rport" >"$SROCE_OUT/vlan-del-read-a.txt" 2>&1 &
-		rpid=$!
-		announce_port "$rport" rdma 60
-		wait_peer_port "$wport" 60
-		with_timeout 200 "${write[@]}" -p "$wport" "10.0.100.$peer" \
-			>"$SROCE_OUT/vlan-del-write-a.txt" 2>&1 &
-		wpid=$!
-		both_connected
-		barrier vlan-del-started 120
-		wait_for 30 sroce_moving || fail "no traffic on $SROCE_DEV over VLAN 100"
-		ended "$wpid" && { cat "$SROCE_OUT/vlan-del-write-a.txt"; fail "ib_write_bw ended before the deletion"; }
-		t0=$SECONDS
-		ip link del "$vdev" &
-		del=$!
-		wait_for 10 ended "$del" ||
-			fail "deleting $vdev under traffic took over 10 s (a reference on it is never put)"
-		wait "$del" || fail "ip link del $vdev failed"
-		log "$vdev deleted under RC WRITE and READ traffic in $((SECONDS - t0)) s"
-		expect_retry_error "ib_write_bw (a's WRITEs)" "$wpid" "$SROCE_OUT/vlan-del-write-a.txt" "$t0"
-		kill_server ib_read_bw "$rpid"
-		barrier vlan-del-clients 120
+		serve=read sport=$rport client=write cport=$wport
 	else
-		with_timeout 200 "${write[@]}" -p "$wport" >"$SROCE_OUT/vlan-del-write-b.txt" 2>&1 &
-		wpid=$!
-		announce_port "$wport" rdma 60
-		wait_peer_port "$rport" 60
-		with_timeout 200 "${read[@]}" -p "$rport" "10.0.100.$peer" \
-			>"$SROCE_OUT/vlan-del-read-b.txt" 2>&1 &
-		rpid=$!
-		both_connected
-		barrier vlan-del-started 120
-		t0=$SECONDS
-		expect_retry_error "ib_read_bw (b's READs)" "$rpid" "$SROCE_OUT/vlan-del-read-b.txt" "$t0"
-		kill_server ib_write_bw "$wpid"
-		barrier vlan-del-clients 120
+		serve=write sport=$wport client=read cport=$rport
 	fi
+	cout=$SROCE_OUT/vlan-del-$client-$SROCE_ROLE.txt
+	with_timeout 200 "ib_${serve}_bw" "${opts[@]}" -p "$sport" \
+		>"$SROCE_OUT/vlan-del-$serve-$SROCE_ROLE.txt" 2>&1 &
+	spid=$!
+	announce_port "$sport" rdma 60
+	wait_peer_port "$cport" 60
+	with_timeout 200 "ib_${client}_bw" "${opts[@]}" -p "$cport" "10.0.100.$peer" \
+		>"$cout" 2>&1 &
+	cpid=$!
+	both_connected
+	barrier vlan-del-started 120
+	t0=$SECONDS
+	[[ $SROCE_ROLE == a ]] && delete_under_client "$cpid" "$cout"
+	expect_retry_error "ib_${client}_bw ($SROCE_ROLE's ${client^^}s)" "$cpid" "$cout" "$t0"
+	kill_server "ib_${serve}_bw" "$spid"
+	barrier vlan-del-clients 120
 	wait_for 10 objects_back "$objs0" ||
 		fail "QP CQ PD MR counts of $SROCE_DEV: $(dev_object_counts "$SROCE_DEV") after, $objs0 before"
 	[[ $SROCE_ROLE == a ]] && vlan_up
