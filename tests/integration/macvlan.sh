@@ -17,7 +17,7 @@
 # beside one on a macvlan, is refused with EOPNOTSUPP: both would hold the
 # same GIDs, and rdma_cm put connections on one while their packets
 # arrived at the other (they connected, then failed at the first RDMA
-# exchange).
+# exchange). Two adds racing on eth0 and a macvlan create one device.
 # (The debug kernel has neither driver.)
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -96,6 +96,20 @@ upper=macvlan1
 rdma link add sroce-mv type sroce netdev macvlan1
 refused "$SROCE_DEV" "$SROCE_NETDEV"
 rdma link delete sroce-mv
+
+# Both at once, 20 times: the check and the claim are one step under the
+# device list's lock, so exactly one of the two racing adds may win.
+for round in $(seq 20); do
+	rdma link add "$SROCE_DEV" type sroce netdev "$SROCE_NETDEV" 2>/dev/null &
+	rdma link add sroce-mv type sroce netdev macvlan1 2>/dev/null &
+	wait
+	won=0
+	for d in "$SROCE_DEV" sroce-mv; do
+		[[ -e /sys/class/infiniband/$d ]] && won=$((won + 1)) && rdma link delete "$d"
+	done
+	((won == 1)) || fail "round $round of racing adds on eth0 and macvlan1: $won devices created"
+done
+log "PASS: 20 rounds of racing adds on eth0 and macvlan1, one device each"
 rdma link add "$SROCE_DEV" type sroce netdev "$SROCE_NETDEV"
 wait_for 30 grep -qx "4: ACTIVE" "/sys/class/infiniband/$SROCE_DEV/ports/1/state" ||
 	fail "$SROCE_DEV not ACTIVE after re-creation"
