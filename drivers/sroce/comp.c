@@ -155,6 +155,9 @@ void sroce_qp_error_locked(struct sroce_qp *qp, struct sroce_comp_notify *n)
 		qp->comp.rnr_wait = false;
 	}
 	n->flush_rq = true;
+	/* sends posted from now on ring the doorbell that flushes them */
+	sroce_sq_set_draining(qp, false);
+	smp_mb(); /* the flag is clear before producer is read: sroce-abi.h */
 	sroce_sq_flush(qp, n);
 }
 

@@ -392,6 +392,8 @@ void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c)
 			v.rx_bytes = u64_stats_read(&st->rx_bytes);
 			v.rx_icrc_errors = u64_stats_read(&st->rx_icrc_errors);
 			v.rx_malformed = u64_stats_read(&st->rx_malformed);
+			v.sq_doorbells = u64_stats_read(&st->sq_doorbells);
+			v.sq_user_wqes = u64_stats_read(&st->sq_user_wqes);
 		} while (u64_stats_fetch_retry(&st->syncp, start));
 
 		c->tx_packets += v.tx_packets;
@@ -402,7 +404,26 @@ void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c)
 		c->rx_bytes += v.rx_bytes;
 		c->rx_icrc_errors += v.rx_icrc_errors;
 		c->rx_malformed += v.rx_malformed;
+		c->sq_doorbells += v.sq_doorbells;
+		c->sq_user_wqes += v.sq_user_wqes;
 	}
+}
+
+/*
+ * Doorbells come from process context, fetches from wherever the
+ * requester runs: interrupts off keeps a 32-bit writer's sequence whole.
+ */
+void sroce_net_count_sq(struct sroce_dev *sdev, unsigned int doorbells,
+			unsigned int wqes)
+{
+	struct sroce_net_stats *st = get_cpu_ptr(sdev->net_port.stats);
+	unsigned long flags;
+
+	flags = u64_stats_update_begin_irqsave(&st->syncp);
+	u64_stats_add(&st->sq_doorbells, doorbells);
+	u64_stats_add(&st->sq_user_wqes, wqes);
+	u64_stats_update_end_irqrestore(&st->syncp, flags);
+	put_cpu_ptr(sdev->net_port.stats);
 }
 
 /* The counters as port hw_counters (sysfs, `rdma statistic`). */
@@ -415,6 +436,8 @@ enum sroce_net_counter {
 	SROCE_CNT_RX_BYTES,
 	SROCE_CNT_RX_ICRC_ERRORS,
 	SROCE_CNT_RX_MALFORMED,
+	SROCE_CNT_SQ_DOORBELLS,
+	SROCE_CNT_SQ_USER_WQES,
 	SROCE_CNT_RX_STATS,	/* then enum sroce_rx_stat (resp.h) */
 	SROCE_CNT_NUM = SROCE_CNT_RX_STATS + SROCE_RX_STATS_NUM
 };
@@ -428,6 +451,8 @@ static const struct rdma_stat_desc sroce_net_stat_descs[SROCE_CNT_NUM] = {
 	[SROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
 	[SROCE_CNT_RX_ICRC_ERRORS] = { .name = "rx_icrc_errors" },
 	[SROCE_CNT_RX_MALFORMED] = { .name = "rx_malformed" },
+	[SROCE_CNT_SQ_DOORBELLS] = { .name = "sq_doorbells" },
+	[SROCE_CNT_SQ_USER_WQES] = { .name = "sq_user_wqes" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_NO_QP] = { .name = "rx_drop_no_qp" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_TRANSPORT] = { .name = "rx_drop_qp_type" },
 	[SROCE_CNT_RX_STATS + SROCE_RX_BAD_STATE] = { .name = "rx_drop_qp_state" },
@@ -484,6 +509,8 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 	stats->value[SROCE_CNT_RX_BYTES] = c.rx_bytes;
 	stats->value[SROCE_CNT_RX_ICRC_ERRORS] = c.rx_icrc_errors;
 	stats->value[SROCE_CNT_RX_MALFORMED] = c.rx_malformed;
+	stats->value[SROCE_CNT_SQ_DOORBELLS] = c.sq_doorbells;
+	stats->value[SROCE_CNT_SQ_USER_WQES] = c.sq_user_wqes;
 	sroce_rx_stats_read(to_sdev(ibdev), &stats->value[SROCE_CNT_RX_STATS]);
 	return SROCE_CNT_NUM;
 }

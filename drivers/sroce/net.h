@@ -47,6 +47,8 @@ struct sroce_net_stats {
 	u64_stats_t rx_bytes;
 	u64_stats_t rx_icrc_errors;
 	u64_stats_t rx_malformed;	/* bad lengths, opcode, version */
+	u64_stats_t sq_doorbells;	/* send doorbells of user QPs */
+	u64_stats_t sq_user_wqes;	/* send WQEs taken from user rings */
 	struct u64_stats_sync syncp;
 };
 
@@ -60,6 +62,8 @@ struct sroce_net_counters {
 	u64 rx_bytes;
 	u64 rx_icrc_errors;
 	u64 rx_malformed;
+	u64 sq_doorbells;
+	u64 sq_user_wqes;
 };
 
 /*
@@ -133,6 +137,9 @@ void sroce_net_close(struct sroce_dev *sdev);
 void sroce_net_port_release(struct sroce_dev *sdev);
 
 void sroce_net_counters(struct sroce_dev *sdev, struct sroce_net_counters *c);
+/* Count doorbells and the WQEs user SQs carried; any context. */
+void sroce_net_count_sq(struct sroce_dev *sdev, unsigned int doorbells,
+			unsigned int wqes);
 /* Port hw_counters ops (tx_packets ... rx_icrc_errors) for the device. */
 extern const struct ib_device_ops sroce_net_ops;
 

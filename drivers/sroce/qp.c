@@ -637,6 +637,7 @@ static void sroce_qp_set_state(struct sroce_qp *qp, enum ib_qp_state cur,
 	case IB_QPS_RESET:
 		WRITE_ONCE(qp->state, new);
 		sroce_queue_set_flags(&qp->rq.queue, 0);
+		sroce_sq_set_draining(qp, false);
 		sroce_qp_reset_rings(qp);
 		break;
 	case IB_QPS_ERR:

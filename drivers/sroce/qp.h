@@ -180,6 +180,7 @@ struct sroce_req {
 	u32 psn_sent;		/* one past the last PSN ever transmitted */
 	u32 noack;		/* packets sent since the last AckReq */
 	u32 rd_atomic;		/* READ/atomic WQEs in flight */
+	bool draining;		/* SROCE_RING_FLAG_SQ_DRAINING as last set */
 	/* bits of run_flags: atomic, not under the lock */
 	unsigned long run_flags;
 	struct work_struct work;	/* runs the requester from process ctx */
@@ -500,6 +501,8 @@ void sroce_qp_error_locked(struct sroce_qp *qp, struct sroce_comp_notify *n);
 void sroce_rq_flush(struct sroce_qp *qp, struct sroce_comp_notify *n);
 /* Copy newly posted WQEs into the shadow (sq_lock held). */
 int sroce_sq_fetch(struct sroce_qp *qp);
+/* Publish whether a post may skip the doorbell (sq_lock held). */
+void sroce_sq_set_draining(struct sroce_qp *qp, bool draining);
 /* Restart transmission at @psn (sq_lock held). */
 void sroce_req_go_back(struct sroce_qp *qp, u32 psn);
 /* Count a requester recovery (enum sroce_rx_stat SROCE_REQ_*). */

@@ -237,6 +237,7 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			*bad_wr = wr;
 			return -EINVAL;
 		}
+		sroce_net_count_sq(qp->sdev, 1, 0);
 		sroce_req_run(qp);
 		return 0;
 	}
@@ -491,11 +492,36 @@ int sroce_sq_fetch(struct sroce_qp *qp)
 	 */
 	if (ahead > sq->queue.num_entries || ahead < sq->fetched - sq->tail)
 		return -EIO;
+	if (qp->is_user && sq->fetched != prod)
+		sroce_net_count_sq(qp->sdev, 0, prod - sq->fetched);
 	while (sq->fetched != prod) {
 		sroce_sq_fetch_one(qp, sq->fetched);
 		sq->fetched++;
 	}
 	return 0;
+}
+
+void sroce_sq_set_draining(struct sroce_qp *qp, bool draining)
+{
+	if (qp->req.draining == draining)
+		return;
+	qp->req.draining = draining;
+	sroce_queue_set_flags(&qp->sq.queue,
+			      draining ? SROCE_RING_FLAG_SQ_DRAINING : 0);
+}
+
+/*
+ * Every WQE taken is sent: from now on a post needs a doorbell. Is the
+ * ring still where it was once the provider can see that? (sroce-abi.h)
+ * Kernel consumers run the requester on every post: nothing to publish.
+ */
+static bool sroce_sq_idle(struct sroce_qp *qp)
+{
+	if (!qp->is_user)
+		return true;
+	sroce_sq_set_draining(qp, false);
+	smp_mb(); /* the flag is clear before producer is read again */
+	return sroce_queue_load_producer(&qp->sq.queue) == qp->sq.fetched;
 }
 
 /* ---- packets ---- */
@@ -1065,8 +1091,11 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 		sroce_qp_error_locked(qp, n);
 		return 0;
 	}
+	/* RNR wait: the RNR timer runs the requester again, which fetches */
 	if ((state != IB_QPS_RTS && state != IB_QPS_SQD) || qp->comp.rnr_wait)
 		return 0;
+	if (qp->is_user)
+		sroce_sq_set_draining(qp, true);
 	if (sroce_sq_fetch(qp)) {
 		n->qp_fatal = true;
 		sroce_qp_error_locked(qp, n);
@@ -1089,6 +1118,14 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 	}
 	if (built && sroce_qp_is_rc(qp))
 		sroce_comp_arm_retrans(qp);
+	/*
+	 * Stopped with WQEs taken but not sent, the requester runs again on
+	 * what stopped it (an ACK, a freed packet, a timer) and fetches then:
+	 * posts need no doorbell till then. Caught up, it looks once more.
+	 */
+	if (built < budget && qp->req.cur == qp->sq.fetched &&
+	    !sroce_sq_idle(qp))
+		set_bit(SROCE_REQ_AGAIN, &qp->req.run_flags);
 	return built;
 }
 

@@ -45,6 +45,8 @@ driven=(tx_packets tx_bytes rx_packets rx_bytes req_retransmits req_seq_naks
 # covered by the test named, which drives it and checks what it counts.
 declare -A elsewhere=(
 	[tx_zcopy_packets]="nic.sh: nonzero where the NIC has scatter-gather, 0 where not"
+	[sq_user_wqes]="doorbell.sh (sroce-doorbell): every WQE posted, exactly"
+	[sq_doorbells]="doorbell.sh (sroce-doorbell): between half and all of the posts, and not all"
 	[tx_errors]="ud.sh, mcast.sh: lost datagrams = the sender's tx_errors + the receiver's drops, exactly"
 	[rx_icrc_errors]="wire-scapy.sh: forged packets with a corrupted ICRC, exactly"
 	[rx_malformed]="wire-scapy.sh: truncated and unknown packets, exactly"

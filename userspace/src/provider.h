@@ -275,6 +275,9 @@ bool send_ops_supported(ibv_qp_type qp_type, std::uint64_t send_ops_flags) noexc
 // qp.doorbell_error, which refused_doorbell() reads for the next post.
 void ring_doorbell(Qp& qp) noexcept;
 int refused_doorbell(const Qp& qp) noexcept;
+// After publishing send WQEs: rings the doorbell unless the kernel is
+// draining the SQ (SROCE_RING_FLAG_SQ_DRAINING, sroce-abi.h).
+void wake_send_queue(Qp& qp) noexcept;
 
 // Writes a chain of receive WRs into a receive ring (RQ or SRQ) and
 // publishes them; no system call.

@@ -132,6 +132,19 @@ void ring_doorbell(Qp& qp) noexcept {
     }
 }
 
+// After send WQEs were published: the doorbell, unless the kernel's
+// requester is draining the SQ and reads producer again before it stops.
+// The fence orders the store-release of producer before the load of the
+// flag, as the kernel orders its clear of the flag before its load of
+// producer (sroce-abi.h): either this sees the flag clear and rings, or
+// the kernel sees the WQEs.
+void wake_send_queue(Qp& qp) noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint32_t flags = qp.sq.ring.view().shared_flags().load(std::memory_order_relaxed);
+    if ((flags & SROCE_RING_FLAG_SQ_DRAINING) == 0)
+        ring_doorbell(qp);
+}
+
 // What a post that publishes nothing answers: a refused doorbell's errno.
 int refused_doorbell(const Qp& qp) noexcept {
     return qp.doorbell_error.load(std::memory_order_acquire);
@@ -331,7 +344,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     }
     // The WQEs are posted whatever the doorbell's fate (see ring_doorbell).
     if (posted != 0)
-        ring_doorbell(*qp);
+        wake_send_queue(*qp);
     if (err != 0)
         *bad_wr = w;
     return err;
@@ -361,7 +374,7 @@ int bind_mw(ibv_qp* ibqp, ibv_mw* mw, ibv_mw_bind* mw_bind) noexcept {
     }
     // Posted: the bind may happen under the new key whatever the doorbell's
     // fate, so the application learns that key.
-    ring_doorbell(*qp);
+    wake_send_queue(*qp);
     mw->rkey = rkey;
     return 0;
 }

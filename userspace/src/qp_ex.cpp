@@ -129,7 +129,7 @@ int wr_complete(ibv_qp_ex* qpx) noexcept {
     qp.sq.lock.unlock();
     // The batch is posted whatever the doorbell's fate (see ring_doorbell).
     if (count != 0)
-        ring_doorbell(qp);
+        wake_send_queue(qp);
     return err;
 }
 

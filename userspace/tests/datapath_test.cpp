@@ -356,6 +356,82 @@ TEST_F(FakeQp, ARecvRacingTheErrorStateIsFlushedOrRingsTheDoorbell) {
                           << " rounds";
 }
 
+// While the kernel drains the SQ it reads producer again before it stops
+// (sroce-abi.h): a post then makes no system call; once it stops, posts
+// ring again.
+TEST_F(FakeQp, PostSendSkipsTheDoorbellWhileTheKernelDrains) {
+    ibv_send_wr* bad = nullptr;
+    sq_mem_.ctrl().flags = SROCE_RING_FLAG_SQ_DRAINING;
+    ASSERT_EQ(post_send(ibqp(), send_chain(2), &bad), 0);
+    ASSERT_EQ(post_send(ibqp(), send_chain(1), &bad), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 3U) << "the WQEs are published";
+    EXPECT_TRUE(cmd_fd_.doorbells().empty()) << "the draining kernel takes them";
+
+    sq_mem_.ctrl().flags = 0;
+    ASSERT_EQ(post_send(ibqp(), send_chain(1), &bad), 0);
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U) << "an idle kernel needs the doorbell";
+
+    // The RQ's error flag is another ring's: it does not stand for this one.
+    rq_mem_.ctrl().flags = SROCE_RING_FLAG_QP_ERR;
+    sq_mem_.ctrl().flags = SROCE_RING_FLAG_QP_ERR;
+    ASSERT_EQ(post_send(ibqp(), send_chain(1), &bad), 0);
+    EXPECT_EQ(cmd_fd_.doorbells().size(), 1U);
+}
+
+// The race the flag's protocol closes: a "kernel" thread stops draining as
+// the kernel does (clears the flag, full barrier, reads producer again)
+// while the test posts one send with the flag still set when it starts.
+// Each round, the WQE is either seen by the kernel's second look or
+// followed by a doorbell, never neither.
+TEST_F(FakeQp, ASendRacingTheEndOfDrainingIsSeenOrRingsTheDoorbell) {
+    constexpr std::uint32_t kRounds = 20000;
+    constexpr std::uint32_t kStop = ~0U;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{3};
+    const RingView view{sq_mem_.base(), sq_mem_.geometry()};
+    std::atomic<std::uint32_t> start{0};
+    std::atomic<std::uint32_t> done{0};
+    std::atomic<std::uint32_t> seen_to{0};
+    std::thread kernel{[&] {
+        for (std::uint32_t r = 1;; ++r) {
+            std::uint32_t s = 0;
+            while ((s = start.load(std::memory_order_acquire)) != r && s != kStop) {
+            }
+            if (s == kStop)
+                return;
+            view.shared_flags().store(0, std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_seq_cst); // smp_mb()
+            seen_to.store(view.shared_producer().load(std::memory_order_acquire),
+                          std::memory_order_relaxed);
+            done.store(r, std::memory_order_release);
+        }
+    }};
+    std::uint32_t rounds = 0;
+    std::uint32_t missed = 0;
+    std::uint32_t skipped = 0;
+    ibv_send_wr* bad = nullptr;
+    while (rounds < kRounds && std::chrono::steady_clock::now() < deadline) {
+        const std::uint32_t r = ++rounds;
+        view.shared_flags().store(SROCE_RING_FLAG_SQ_DRAINING, std::memory_order_relaxed);
+        start.store(r, std::memory_order_release);
+        if (post_send(ibqp(), send_chain(1), &bad) != 0) {
+            ADD_FAILURE() << "post_send in round " << r;
+            break;
+        }
+        while (done.load(std::memory_order_acquire) != r) {
+        }
+        const std::uint32_t producer = view.shared_producer().load(std::memory_order_relaxed);
+        const bool rang = !cmd_fd_.doorbells().empty();
+        missed += seen_to.load(std::memory_order_relaxed) != producer && !rang ? 1U : 0U;
+        skipped += rang ? 0U : 1U;
+        view.shared_consumer().store(producer, std::memory_order_release); // retired
+    }
+    start.store(kStop, std::memory_order_release);
+    kernel.join();
+    EXPECT_EQ(missed, 0U) << "sends neither seen by the kernel nor followed by a doorbell, in "
+                          << rounds << " rounds";
+    EXPECT_GT(skipped, 0U) << "no round posted while the kernel drained: nothing was raced";
+}
+
 TEST(FakeSrq, PostSrqRecvFillsTheSharedRing) {
     RingMemory mem{4, 16 + 16};
     Srq srq{};
@@ -398,6 +474,17 @@ protected:
     }
     ibv_qp_ex* qpx_ = nullptr;
 };
+
+TEST_F(FakeQpEx, ABatchWhileTheKernelDrainsMakesNoSystemCall) {
+    sq_mem_.ctrl().flags = SROCE_RING_FLAG_SQ_DRAINING;
+    ibv_wr_start(qpx_);
+    qpx_->wr_id = 1;
+    ibv_wr_send(qpx_);
+    ibv_wr_set_sge(qpx_, 0x77, 0x1000, 64);
+    ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+    EXPECT_EQ(sq_mem_.ctrl().producer, 1U);
+    EXPECT_TRUE(cmd_fd_.doorbells().empty());
+}
 
 TEST_F(FakeQpEx, ABatchIsPublishedWithOneDoorbellAtComplete) {
     std::array<std::uint8_t, 20> text{};

@@ -43,6 +43,18 @@
  * issues a full barrier and only then reads producer to flush. One side
  * at least sees the other's store: no WQE is left behind. Kernels before
  * the flag left the word zero (it was reserved, and rings start zeroed).
+ *
+ * A QP's SQ ring has SROCE_RING_FLAG_SQ_DRAINING set while the kernel's
+ * requester is sure to read producer again: it is sending from the ring,
+ * or waiting for an event (an ACK, freed transmit credits, a timer) that
+ * runs it again. A post may then skip the doorbell. The provider, after
+ * the store-release of producer, issues a full memory barrier and reads
+ * flags; it rings the doorbell unless the flag is set. The kernel, once
+ * it has sent every WQE it took, clears the flag, issues a full barrier
+ * and reads producer again, going on if it moved; it also clears the
+ * flag before the error state's flush reads producer. Either the provider
+ * sees the flag clear and rings, or the kernel sees the WQE: no post is
+ * left waiting. Kernels before the flag never set it: every post rings.
  */
 #ifndef SROCE_ABI_USER_H
 #define SROCE_ABI_USER_H
@@ -72,6 +84,8 @@ struct sroce_ring_ctrl {
 
 /* The RQ ring's QP is in the error state (see above). */
 #define SROCE_RING_FLAG_QP_ERR	0x1
+/* The SQ ring's requester reads producer again without a doorbell. */
+#define SROCE_RING_FLAG_SQ_DRAINING	0x2
 
 #define SROCE_RING_SLOTS_OFFSET 128
 
