@@ -111,6 +111,9 @@ verify: $(ODPCHECK)
 # ... the rereg-racing-SENDs checker of tests/integration/rereg-race.sh.
 REREGCHECK := $(BUILD)/sroce-rereg-race
 verify: $(REREGCHECK)
+# ... the posts racing the end of a drain of tests/integration/doorbell.sh.
+DOORBELLCHECK := $(BUILD)/sroce-doorbell
+verify: $(DOORBELLCHECK)
 # ... the 2 GiB WRITE of tests/integration/big-write.sh.
 BIGWRITECHECK := $(BUILD)/sroce-bigwrite
 verify: $(BIGWRITECHECK)
@@ -159,7 +162,7 @@ VERIFY_COMMON := tests/verify/common.c tests/verify/common.h
 $(SRQCHECK) $(MWCHECK) $(MSGCHECK) $(HOSTILECHECK) $(HOSTILECTXCHECK) $(AHPDCHECK) $(HOLDCHECK) \
 	$(PATHMODCHECK) $(LIMITSCHECK) $(RDLIMITCHECK) $(QPSTATESCHECK) \
 	$(FAULTCHECK) $(READFLOODCHECK) $(XRCCHECK) $(ODPCHECK) $(REREGCHECK) \
-	$(BIGWRITECHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
+	$(BIGWRITECHECK) $(DOORBELLCHECK): $(BUILD)/%: tests/verify/%.c $(VERIFY_COMMON)
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< tests/verify/common.c -libverbs
 
