@@ -124,13 +124,20 @@ perf() {
 	barrier "$name" 300
 }
 
-# record METRIC VALUE UNIT [RUN]: nothing when perftest's RUN failed.
+# record METRIC VALUE UNIT [RUN]: nothing when perftest's RUN failed. A
+# zero is no measurement (perftest prints 0.00 MiB/s for a run that moved
+# nothing in time): the run counts as failed, like a nonzero exit.
 record() {
 	if [[ -n ${4:-} && " ${failed[*]} " == *" $4 "* ]]; then
 		log "$1: not recorded, $4 failed"
 		return 0
 	fi
 	[[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$1: no figure in the output (got '$2')"
+	if [[ $2 =~ ^0+(\.0+)?$ ]]; then
+		log "$1: 0 $3 is no figure; ${4:-the run} counts as failed"
+		echo "$round ${4:-$1} $SROCE_ROLE failed zero" >>"$cost"
+		return 0
+	fi
 	echo "$round $1 $2 $3" | tee -a "$result"
 }
 
