@@ -142,9 +142,11 @@ record() {
 }
 
 # column FILE SIZE COLUMN [SCALE]: that column of the result row of SIZE
-# bytes (perftest prints one per size), times SCALE.
+# bytes (perftest prints one per size), times SCALE. Never an exponent,
+# which record would take for no figure (a p99 of 14660 us was 1.466e+04).
 column() {
-	awk -v s="$2" -v c="$3" -v k="${4:-1}" '$1 == s && NF >= c { printf "%.4g\n", $c * k; exit }' "$1"
+	awk -v s="$2" -v c="$3" -v k="${4:-1}" '$1 == s && NF >= c {
+		v = $c * k; printf (v < 1 ? "%.6f\n" : "%.2f\n"), v; exit }' "$1"
 }
 
 mib=1.048576
