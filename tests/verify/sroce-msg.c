@@ -6,7 +6,10 @@
  * only; this looks at all of them.
  *
  *   sroce-msg -d DEV -g GIDX -t uc|srq [-S] [-R] [-q QPS] [-n MSGS]
- *             [-M MAX] [-w WIN] [-e SEED] [-p PORT] [-c HOST]
+ *             [-M MAX] [-w WIN] [-e SEED] [-m PATH_MTU] [-p PORT] [-c HOST]
+ *
+ * PATH_MTU is the QPs' path MTU in bytes (256 to 4096, default 1024; both
+ * sides must give the same).
  *
  * The sender's SEED (default 1) counts; the receiver's -e is ignored.
  *
@@ -52,20 +55,24 @@
 #define GUARD 64
 #define POISON 0xa5
 #define TIMEOUT_MS 60000
-#define MAGIC 0x73724d31	/* "srM1" */
+#define MAGIC 0x73724d32	/* "srM2" */
 
 enum op { OP_SEND_IMM, OP_WRITE_IMM, OP_SEND };
 static const char *const op_name[] = { "SEND with immediate",
 				       "RDMA WRITE with immediate", "SEND" };
 
-/* message sizes, MTU 1024: one packet, its edges, and up to 128 packets */
+/*
+ * message sizes: one packet and its edges at every path MTU (256 to 4096),
+ * and up to 128 packets at 1024
+ */
 static const uint32_t size_table[] = {
-	1, 2, 3, 8, 63, 256, 1000, 1023, 1024, 1025, 2048, 3000, 4096, 4097,
-	8191, 8192, 16384, 32769, 65536, 65537, 100000, 131072,
+	1, 2, 3, 8, 63, 255, 256, 257, 512, 513, 1000, 1023, 1024, 1025, 2047,
+	2048, 2049, 3000, 4096, 4097, 8191, 8192, 16384, 32769, 65536, 65537,
+	100000, 131072,
 };
 
 struct hello {
-	uint32_t magic, uc, qps, msgs, max, win, seed, sender;
+	uint32_t magic, uc, qps, msgs, max, win, seed, sender, mtu;
 	uint32_t wrkey;
 	uint64_t waddr;
 	uint8_t gid[16];
@@ -81,6 +88,7 @@ enum { CTL_GO = 1, CTL_DONE, CTL_END };
 static bool uc, reuse;
 static unsigned int qps = 4, msgs = 198, max_size = 131072, win = 16;
 static unsigned int seed = 1;
+static enum ibv_mtu path_mtu = IBV_MTU_1024;
 static uint32_t sizes[sizeof(size_table) / sizeof(size_table[0]) + 1];
 static unsigned int nsizes, op_step;
 static size_t slot_size;
@@ -95,6 +103,18 @@ static uint8_t *buf, *wbuf;	/* send or receive slots; the write area */
 static int sock;
 static uint64_t raddr;		/* the sender's view of the write area */
 static uint32_t rkey;
+
+/* A path MTU in bytes as the verbs enum; 0 for any other number. */
+static enum ibv_mtu mtu_enum(unsigned long bytes)
+{
+	static const unsigned long mtus[] = { 256, 512, 1024, 2048, 4096 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(mtus) / sizeof(mtus[0]); i++)
+		if (bytes == mtus[i])
+			return IBV_MTU_256 + i;
+	return 0;
+}
 
 static uint32_t msg_size(unsigned int j)
 {
@@ -177,8 +197,8 @@ static void hello_check(const struct hello *a, const struct hello *b)
 	if (b->magic != MAGIC)
 		fatal("the peer is no sroce-msg of this version");
 	if (a->uc != b->uc || a->qps != b->qps || a->msgs != b->msgs ||
-	    a->max != b->max || a->win != b->win)
-		fatal("the peer runs another test (type, -q, -n, -M, -w)");
+	    a->max != b->max || a->win != b->win || a->mtu != b->mtu)
+		fatal("the peer runs another test (type, -q, -n, -M, -w, -m)");
 	if (a->sender == b->sender)
 		fatal("exactly one side sends (-S)");
 }
@@ -188,8 +208,9 @@ static void setup(bool sender, int gidx, const char *host,
 {
 	struct hello me = { .magic = MAGIC, .uc = uc, .qps = qps,
 			    .msgs = msgs, .max = max_size, .win = win,
-			    .seed = seed, .sender = sender }, peer;
-	struct qp_path path = { .sgid_index = gidx };
+			    .seed = seed, .sender = sender, .mtu = path_mtu },
+		     peer;
+	struct qp_path path = { .sgid_index = gidx, .mtu = path_mtu };
 	size_t len = (size_t)qps * win * slot_size;
 	struct ibv_srq_init_attr sattr = {
 		.attr = { .max_wr = qps * win, .max_sge = 1 } };
@@ -347,8 +368,9 @@ static void sender(void)
 	}
 	/* the receiver has seen everything before the QPs go */
 	ctl_expect(CTL_END, b);
-	printf("msg: %s sender, %u QPs x %u messages of 1..%u bytes, seed %u, %u sent%s, %u failures: %s\n",
-	       uc ? "uc" : "srq", qps, msgs, max_size, seed, sent,
+	printf("msg: %s sender, %u QPs x %u messages of 1..%u bytes, path MTU %d, seed %u, %u sent%s, %u failures: %s\n",
+	       uc ? "uc" : "srq", qps, msgs, max_size,
+	       128 << path_mtu, seed, sent,
 	       reuse ? " (buffers overwritten on completion)" : "", failures,
 	       failures ? "FAIL" : "PASS");
 }
@@ -550,8 +572,9 @@ static void receiver(void)
 	CHECK(uc || !lost, "RC lost %u messages", lost);
 	CHECK(received + lost == qps * msgs, "%u received + %u lost != %u sent",
 	      received, lost, qps * msgs);
-	printf("msg: %s receiver, %u QPs x %u messages of 1..%u bytes, seed %u, %u received (%u SEND, %u SEND-imm, %u WRITE-imm), %u lost, %u failures: %s\n",
-	       uc ? "uc" : "srq", qps, msgs, max_size, seed, received,
+	printf("msg: %s receiver, %u QPs x %u messages of 1..%u bytes, path MTU %d, seed %u, %u received (%u SEND, %u SEND-imm, %u WRITE-imm), %u lost, %u failures: %s\n",
+	       uc ? "uc" : "srq", qps, msgs, max_size, 128 << path_mtu, seed,
+	       received,
 	       by_op[OP_SEND], by_op[OP_SEND_IMM], by_op[OP_WRITE_IMM], lost,
 	       failures, failures ? "FAIL" : "PASS");
 }
@@ -563,7 +586,7 @@ int main(int argc, char **argv)
 	unsigned int q;
 	int gidx = -1, c;
 
-	while ((c = getopt(argc, argv, "d:g:t:SRq:n:M:w:e:p:c:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:t:SRq:n:M:w:e:m:p:c:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
@@ -575,6 +598,7 @@ int main(int argc, char **argv)
 		case 'M': max_size = strtoul(optarg, NULL, 0); break;
 		case 'w': win = strtoul(optarg, NULL, 0); break;
 		case 'e': seed = strtoul(optarg, NULL, 0); break;
+		case 'm': path_mtu = mtu_enum(strtoul(optarg, NULL, 0)); break;
 		case 'p': port = optarg; break;
 		case 'c': host = optarg; break;
 		default: goto usage;
@@ -583,7 +607,7 @@ int main(int argc, char **argv)
 	if (!dev || gidx < 0 || !type || (strcmp(type, "uc") &&
 					  strcmp(type, "srq")) ||
 	    !qps || qps > MAX_QPS || !msgs || msgs > 0xffffff || !win ||
-	    max_size < 1)
+	    max_size < 1 || !path_mtu)
 		goto usage;
 	uc = !strcmp(type, "uc");
 	setup_sizes();
@@ -607,7 +631,7 @@ int main(int argc, char **argv)
 	return failures ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: %s -d DEV -g GIDX -t uc|srq [-S] [-R] [-q QPS (1..%d)] [-n MSGS] [-M MAX] [-w WIN] [-e SEED] [-p PORT] [-c HOST]\n",
+	fprintf(stderr, "usage: %s -d DEV -g GIDX -t uc|srq [-S] [-R] [-q QPS (1..%d)] [-n MSGS] [-M MAX] [-w WIN] [-e SEED] [-m 256|512|1024|2048|4096] [-p PORT] [-c HOST]\n",
 		argv[0], MAX_QPS);
 	return 2;
 }
