@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -165,25 +166,47 @@ enum ibv_qp_state qp_state(struct ibv_qp *qp)
 	return attr.qp_state;
 }
 
+/*
+ * The listening socket: IPv6 taking IPv4 too (v4-mapped), so that a peer
+ * on an IPv6-only link can connect; IPv4 only where IPv6 is off.
+ */
+static int sc_listen(const char *port, int *fd)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *ai;
+	int one = 1, zero = 0, err;
+
+	hints.ai_family = AF_INET6;
+	*fd = socket(AF_INET6, SOCK_STREAM, 0);
+	if (*fd < 0) {
+		hints.ai_family = AF_INET;
+		*fd = socket(AF_INET, SOCK_STREAM, 0);
+	}
+	if (*fd < 0)
+		die("socket");
+	if (getaddrinfo(NULL, port, &hints, &ai))
+		fatal("getaddrinfo *:%s", port);
+	setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (hints.ai_family == AF_INET6)
+		setsockopt(*fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	err = bind(*fd, ai->ai_addr, ai->ai_addrlen) || listen(*fd, 1);
+	freeaddrinfo(ai);
+	return err;
+}
+
 int side_channel(const char *host, const char *port, int timeout_ms)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = host ? 0 : AI_PASSIVE }, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM }, *ai;
 	long end = now_ms() + timeout_ms;
-	int one = 1, fd, sock;
+	int fd, sock;
 
-	if (getaddrinfo(host, port, &hints, &ai))
-		fatal("getaddrinfo %s:%s", host ? host : "*", port);
-	fd = socket(ai->ai_family, ai->ai_socktype, 0);
-	if (fd < 0)
-		die("socket");
 	if (!host) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = { .events = POLLIN };
 
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
+		if (sc_listen(port, &fd))
 			die("bind/listen");
+		pfd.fd = fd;
 		if (poll(&pfd, 1, timeout_ms) != 1)
 			fatal("no connection on port %s in %d ms", port,
 			      timeout_ms);
@@ -191,16 +214,20 @@ int side_channel(const char *host, const char *port, int timeout_ms)
 		if (sock < 0)
 			die("accept");
 		close(fd);
-	} else {
-		while (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-			if (now_ms() > end)
-				die("connect");
-			usleep(100000);
-		}
-		sock = fd;
+		return sock;
+	}
+	if (getaddrinfo(host, port, &hints, &ai))
+		fatal("getaddrinfo %s:%s", host, port);
+	fd = socket(ai->ai_family, ai->ai_socktype, 0);
+	if (fd < 0)
+		die("socket");
+	while (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+		if (now_ms() > end)
+			die("connect");
+		usleep(100000);
 	}
 	freeaddrinfo(ai);
-	return sock;
+	return fd;
 }
 
 static void sc_xfer(int fd, void *p, size_t len, bool out)

@@ -78,9 +78,10 @@ enum ibv_qp_state qp_state(struct ibv_qp *qp);
 void connect_qp(struct ibv_qp *qp, const struct qp_path *path);
 
 /*
- * The TCP side channel: with @host NULL, listen on @port and accept one
- * connection within @timeout_ms; else connect to @host, retrying for
- * @timeout_ms while the peer is not listening yet. Returns the socket.
+ * The TCP side channel: with @host NULL, listen on @port (IPv6 and IPv4)
+ * and accept one connection within @timeout_ms; else connect to @host (an
+ * IPv4 or IPv6 address), retrying for @timeout_ms while the peer is not
+ * listening yet. Returns the socket.
  */
 int side_channel(const char *host, const char *port, int timeout_ms);
 /* Send or receive exactly @len bytes; fatal if the peer is gone. */
