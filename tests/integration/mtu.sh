@@ -142,7 +142,7 @@ cat "$out"
 grep -q "^msg: srq .*, path MTU 1024, .* 0 failures: PASS$" "$out" || fail "$name: no PASS line"
 ((changes >= 4)) || fail "$name: the run ended after $changes MTU changes: too few under traffic"
 barrier mtu-changes-done
-ip link set dev "$SROCE_NETDEV" mtu 9000
+ip link set dev "$SROCE_NETDEV" mtu "$SROCE_MTU"
 
 errors=$(($(tx_errors) - errors_before))
 ((errors == 0)) || fail "$SROCE_DEV counted $errors tx_errors (packets IP refused)"
