@@ -501,9 +501,10 @@ int sroce_sq_fetch(struct sroce_qp *qp)
 	return 0;
 }
 
+/* Only a user ring has a provider to tell; kernel posters always run us. */
 void sroce_sq_set_draining(struct sroce_qp *qp, bool draining)
 {
-	if (qp->req.draining == draining)
+	if (!qp->is_user || qp->req.draining == draining)
 		return;
 	qp->req.draining = draining;
 	sroce_queue_set_flags(&qp->sq.queue,
@@ -513,7 +514,6 @@ void sroce_sq_set_draining(struct sroce_qp *qp, bool draining)
 /*
  * Every WQE taken is sent: from now on a post needs a doorbell. Is the
  * ring still where it was once the provider can see that? (sroce-abi.h)
- * Kernel consumers run the requester on every post: nothing to publish.
  */
 static bool sroce_sq_idle(struct sroce_qp *qp)
 {
@@ -1094,8 +1094,7 @@ static int sroce_req_build(struct sroce_qp *qp, struct sk_buff_head *q,
 	/* RNR wait: the RNR timer runs the requester again, which fetches */
 	if ((state != IB_QPS_RTS && state != IB_QPS_SQD) || qp->comp.rnr_wait)
 		return 0;
-	if (qp->is_user)
-		sroce_sq_set_draining(qp, true);
+	sroce_sq_set_draining(qp, true);
 	if (sroce_sq_fetch(qp)) {
 		n->qp_fatal = true;
 		sroce_qp_error_locked(qp, n);
