@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +155,28 @@ void connect_qp(struct ibv_qp *qp, const struct qp_path *p)
 					  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					  IBV_QP_MAX_QP_RD_ATOMIC : 0)))
 		die("modify RTS");
+}
+
+void connect_loopback(struct ibv_context *ctx, struct ibv_qp *a,
+		      struct ibv_qp *b, int gidx)
+{
+	struct qp_path path = { .sgid_index = gidx,
+				.dgid = query_gid(ctx, gidx) };
+
+	path.dqpn = b->qp_num;
+	connect_qp(a, &path);
+	path.dqpn = a->qp_num;
+	connect_qp(b, &path);
+}
+
+void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap");
+	return p;
 }
 
 enum ibv_qp_state qp_state(struct ibv_qp *qp)

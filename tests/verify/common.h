@@ -71,6 +71,14 @@ struct qp_path {
 	uint8_t retry;		/* RC retry_cnt and rnr_retry; 0: 7 */
 };
 
+/*
+ * Connect @a and @b, two RC or UC QPs of @ctx, to each other through the
+ * device's own GID @gidx (the packets loop through lo), default path.
+ */
+void connect_loopback(struct ibv_context *ctx, struct ibv_qp *a,
+		      struct ibv_qp *b, int gidx);
+/* @len bytes of fresh anonymous memory, read-write; dies on failure. */
+void *map_anon(size_t len);
 /* The QP's current state; dies if it cannot be queried. */
 enum ibv_qp_state qp_state(struct ibv_qp *qp);
 

@@ -38,7 +38,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "common.h"
@@ -265,29 +264,6 @@ static void drain_round(long round)
 	rounds++;
 }
 
-static void pair_new(enum ibv_qp_type type, int gidx)
-{
-	struct qp_path path = { .sgid_index = gidx,
-				.dgid = query_gid(ctx, gidx) };
-
-	sqp = create_qp(pd, type, cq, NULL, 2 * BATCH, 1, 0);
-	rqp = create_qp(pd, type, cq, NULL, 1, 2, IBV_ACCESS_REMOTE_WRITE);
-	path.dqpn = rqp->qp_num;
-	connect_qp(sqp, &path);
-	path.dqpn = sqp->qp_num;
-	connect_qp(rqp, &path);
-}
-
-static void *map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap");
-	return p;
-}
-
 int main(int argc, char **argv)
 {
 	long long wqes0, bells0, wqes, bells, resent0, resent;
@@ -316,8 +292,8 @@ int main(int argc, char **argv)
 	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	if (!pd || !cq)
 		die("setup");
-	sbuf = map(RBUF_LEN);
-	rbuf = map(RBUF_LEN);
+	sbuf = map_anon(RBUF_LEN);
+	rbuf = map_anon(RBUF_LEN);
 	smr = ibv_reg_mr(pd, sbuf, RBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
 	rmr = ibv_reg_mr(pd, rbuf, RBUF_LEN,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -329,7 +305,9 @@ int main(int argc, char **argv)
 	 * there only sending is checked, the bytes and arrival on RC.
 	 */
 	with_imm = type == IBV_QPT_RC;
-	pair_new(type, gidx);
+	sqp = create_qp(pd, type, cq, NULL, 2 * BATCH, 1, 0);
+	rqp = create_qp(pd, type, cq, NULL, 1, 2, IBV_ACCESS_REMOTE_WRITE);
+	connect_loopback(ctx, sqp, rqp, gidx);
 
 	wqes0 = port_counter(dev_name, "sq_user_wqes");
 	bells0 = port_counter(dev_name, "sq_doorbells");

@@ -92,18 +92,13 @@ struct pair {
 
 static struct pair pair_new(void)
 {
-	union ibv_gid gid = query_gid(ctx, gidx);
 	struct pair p;
-	struct qp_path path = { .sgid_index = gidx, .dgid = gid };
 
 	p.req = create_qp(pd, IBV_QPT_RC, cq, NULL, 4, 4, 0);
 	p.tgt = create_qp(pd, IBV_QPT_RC, cq, NULL, 4, 4,
 			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			  IBV_ACCESS_REMOTE_ATOMIC);
-	path.dqpn = p.tgt->qp_num;
-	connect_qp(p.req, &path);
-	path.dqpn = p.req->qp_num;
-	connect_qp(p.tgt, &path);
+	connect_loopback(ctx, p.req, p.tgt, gidx);
 	return p;
 }
 

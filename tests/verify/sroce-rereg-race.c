@@ -31,7 +31,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "common.h"
 
@@ -89,16 +88,11 @@ static void post_recv_slot(uint32_t slot)
 /* A connected pair with every receive posted. */
 static void pair_new(void)
 {
-	struct qp_path path = { .sgid_index = gidx,
-				.dgid = query_gid(ctx, gidx) };
 	uint32_t i;
 
 	sqp = create_qp_sge(pd, IBV_QPT_RC, scq, NULL, DEPTH, RECVS, NSGE, 0);
 	rqp = create_qp_sge(pd, IBV_QPT_RC, rcq, NULL, DEPTH, RECVS, NSGE, 0);
-	path.dqpn = rqp->qp_num;
-	connect_qp(sqp, &path);
-	path.dqpn = sqp->qp_num;
-	connect_qp(rqp, &path);
+	connect_loopback(ctx, sqp, rqp, gidx);
 	for (i = 0; i < RECVS; i++)
 		post_recv_slot(i);
 }
@@ -264,16 +258,6 @@ static void run(long end)
 		;
 }
 
-static void *map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap");
-	return p;
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long errs = 0, prot;
@@ -298,8 +282,8 @@ int main(int argc, char **argv)
 	rcq = ibv_create_cq(ctx, 2 * RECVS, NULL, NULL, 0);
 	if (!pd || !scq || !rcq)
 		die("setup");
-	sbuf = map(DEPTH * SLOT_LEN);
-	rbuf = map(RECVS * MSG_LEN);
+	sbuf = map_anon(DEPTH * SLOT_LEN);
+	rbuf = map_anon(RECVS * MSG_LEN);
 	smr = ibv_reg_mr(pd, sbuf, DEPTH * SLOT_LEN, IBV_ACCESS_LOCAL_WRITE);
 	rmr = ibv_reg_mr(pd, rbuf, RECVS * MSG_LEN, IBV_ACCESS_LOCAL_WRITE);
 	if (!smr || !rmr)
