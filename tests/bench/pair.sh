@@ -7,7 +7,8 @@
 #   lists of 16), SEND and WRITE latency (8 B, typical and 99th
 #   percentile), WRITE and READ bandwidth for every size from 2 B to 8 MiB;
 #   qperf over TCP between the same guests and link: bandwidth (64 KiB,
-#   1 MiB messages and a sweep of sizes) and latency (8 B).
+#   1 MiB messages and a sweep of sizes) and latency (8 B); the link's own
+#   frame rate each way (pktgen), written by each receiver to link.txt.
 # b writes "ROUND METRIC VALUE UNIT" lines to $SROCE_OUT/bench.txt: MB/s are
 # 10^6 bytes per second (perftest's MiB/s are converted), Mpps millions of
 # messages per second, latencies microseconds one way (perftest's half
@@ -33,7 +34,7 @@ set -euo pipefail
 . "$SROCE_TOP/tests/integration/lib.sh"
 
 require_pair
-require_cmd ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat qperf ss
+require_cmd ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat qperf ss tc ibv_devinfo
 round=${1:?round number}
 idx=$(gid_index "$SROCE_DEV" 4)
 port=18900
@@ -42,6 +43,11 @@ result=$SROCE_OUT/bench.txt
 cost=$SROCE_OUT/cost.txt
 counters=/sys/class/infiniband/$SROCE_DEV/ports/1/hw_counters
 failed=()	# perftest runs that failed in this guest
+
+# active_mtu: the device's active path MTU in bytes.
+active_mtu() {
+	ibv_devinfo -d "$SROCE_DEV" | awk '$1 == "active_mtu:" { print $2; exit }'
+}
 
 # busy_ms: non-idle CPU time of this guest since boot (user, nice,
 # system, irq, softirq; /proc/stat counts in USER_HZ = 100 per second).
@@ -155,7 +161,8 @@ if [[ $SROCE_ROLE == a ]]; then
 	qperf_pid=$!
 	announce_port "$qperf_port" tcp 60
 else
-	echo "kernel $(uname -r) dev $SROCE_DEV mtu $(cat "/sys/class/net/$SROCE_NETDEV/mtu")" |
+	echo "kernel $(uname -r) dev $SROCE_DEV mtu $(cat "/sys/class/net/$SROCE_NETDEV/mtu")" \
+		"path_mtu $(active_mtu)" |
 		tee "$SROCE_OUT/env.txt"
 	wait_peer_port "$qperf_port" 120
 fi
@@ -172,6 +179,75 @@ perf write-lat-8 $((8 * 1000)) ib_write_lat -s 8 -n 1000
 # message-size sweeps, 2 B to 8 MiB: 20 messages of each size
 perf write-bw-sweep $((20 * (16777216 - 2))) ib_write_bw -a -n 20
 perf read-bw-sweep $((20 * (16777216 - 2))) ib_read_bw -a -n 20
+
+# The link's own limit, measured in every boot: the frames per second it
+# carries of the size of a full RoCE packet (a WRITE's middle packet: path
+# MTU of payload and 58 bytes of Ethernet, IPv4, UDP, BTH and ICRC), for the
+# active path MTU and for 1024 (MTU 1500's), each way. The sender is the
+# kernel's pktgen (no system call per frame; one transmit and one virtio
+# kick per frame, as each stack pays); the receiver counts its netdev's
+# rx_packets over 3 s of the flood and drops the frames at ingress (tc), so
+# the figure is the link's and its drivers', not an IP stack's. The
+# receiver writes "ROUND link SIZE FROM FRAMES_PER_S" to link.txt.
+pktgen_set() {
+	echo "$2" >"/proc/net/pktgen/$1"
+	grep -q '^Result: OK' "/proc/net/pktgen/$1" ||
+		fail "pktgen $1 '$2': $(grep '^Result:' "/proc/net/pktgen/$1")"
+}
+
+# link_rate SIZE FROM: one direction, FROM (a or b) sending.
+link_rate() {
+	local size=$1 from=$2 mac rx0 rx1 t0 t1 pid setting
+	local rx=/sys/class/net/$SROCE_NETDEV/statistics/rx_packets
+	if [[ $SROCE_ROLE == "$from" ]]; then
+		mac=$(cat "$SROCE_PAIR_DIR/mac.$SROCE_PEER_ROLE")
+		pktgen_set kpktgend_0 rem_device_all
+		pktgen_set kpktgend_0 "add_device $SROCE_NETDEV"
+		for setting in "count 0" "clone_skb 0" "delay 0" "pkt_size $size" \
+			"dst $SROCE_PEER_IP" "dst_mac $mac" "udp_dst_min 9" "udp_dst_max 9"; do
+			pktgen_set "$SROCE_NETDEV" "$setting"
+		done
+		echo start >/proc/net/pktgen/pgctrl &
+		pid=$!
+		barrier "link-$size-$from" 60
+		barrier "link-$size-$from-counted" 60
+		echo stop >/proc/net/pktgen/pgctrl
+		wait "$pid" || true
+		pktgen_set kpktgend_0 rem_device_all
+	else
+		barrier "link-$size-$from" 60
+		sleep 1
+		read -r rx0 <"$rx"
+		t0=$EPOCHREALTIME
+		sleep 3
+		read -r rx1 <"$rx"
+		t1=$EPOCHREALTIME
+		barrier "link-$size-$from-counted" 60
+		awk -v r="$round" -v s="$size" -v f="$from" -v n=$((rx1 - rx0)) -v t0="$t0" -v t1="$t1" \
+			'BEGIN { printf "%s link %s %s %.0f\n", r, s, f, n / (t1 - t0) }' |
+			tee -a "$SROCE_OUT/link.txt"
+	fi
+}
+
+link_limit() {
+	local pmtu size from
+	modprobe pktgen
+	cat "/sys/class/net/$SROCE_NETDEV/address" >"$SROCE_PAIR_DIR/mac.$SROCE_ROLE"
+	tc qdisc add dev "$SROCE_NETDEV" clsact
+	tc filter add dev "$SROCE_NETDEV" ingress protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 9 0xffff action drop
+	barrier link-ready 60
+	pmtu=$(active_mtu)
+	for size in $(printf '%s\n' $((1024 + 58)) $((pmtu + 58)) | sort -un); do
+		for from in a b; do
+			link_rate "$size" "$from"
+		done
+	done
+	tc qdisc del dev "$SROCE_NETDEV" clsact
+	rmmod pktgen
+}
+
+link_limit
 
 # qperf_run TEST SIZE: one qperf client run against guest a; prints the
 # figure in MB/s (tcp_bw) or usec (tcp_lat).
