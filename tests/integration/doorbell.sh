@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2 pairs=none timeout=120
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=none timeout=180
 # SPDX-License-Identifier: GPL-2.0
 #
 # Posts racing the end of a drain (issue 30, item 5), as an unprivileged
@@ -14,10 +14,8 @@
 # picks up most such posts; UC has no ACKs to hide one. Every byte of
 # every WRITE is checked, the device's
 # sq_user_wqes counter must count every WQE and sq_doorbells at most the
-# posts, and some posts must have skipped the doorbell. Not on the debug
-# kernel: its guest boots with one CPU whatever QEMU offers (dmesg:
-# "Allowing 1 CPUs"; its config has no ACPI, the likely cause), so
-# nothing would race.
+# posts, and some posts must have skipped the doorbell. On the debug
+# kernel too: the race under KASAN and lockdep.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$SROCE_TOP/tests/integration/lib.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2 pairs=sroce:sroce timeout=300
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce timeout=300
 # SPDX-License-Identifier: GPL-2.0
 #
 # RoCE through eth0's macvlan and ipvlan devices, the way RoCE NICs serve

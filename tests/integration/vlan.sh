@@ -1,5 +1,5 @@
 #!/bin/bash
-# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2 pairs=sroce:sroce,sroce:rxe pairs.7.2=sroce:sroce timeout=600
+# sroce-test: kernels=6.1 full-kernels=6.1,6.12,7.2,debug pairs=sroce:sroce,sroce:rxe pairs.7.2=sroce:sroce pairs.debug=sroce:sroce timeout=600
 # SPDX-License-Identifier: GPL-2.0
 #
 # RoCE on an 802.1Q VLAN the way RoCE NICs are used: the RDMA device stays
