@@ -162,7 +162,7 @@ if [[ $SROCE_ROLE == a ]]; then
 	announce_port "$qperf_port" tcp 60
 else
 	echo "kernel $(uname -r) dev $SROCE_DEV mtu $(cat "/sys/class/net/$SROCE_NETDEV/mtu")" \
-		"path_mtu $(active_mtu)" |
+		"path_mtu $(active_mtu) pclmulqdq $(grep -qw pclmulqdq /proc/cpuinfo && echo yes || echo no)" |
 		tee "$SROCE_OUT/env.txt"
 	wait_peer_port "$qperf_port" 120
 fi
