@@ -133,6 +133,8 @@ static unsigned int timeout_s = 300;
 static bool verbose;
 static unsigned long total_checks;
 static unsigned long total_failures;
+/* The client's longest wait for one completion: how long a link failover stalled it. */
+static uint64_t longest_wait_ms;
 
 static void die(const char *fmt, ...)
 {
@@ -477,6 +479,7 @@ static struct ibv_wc wait_wc(struct conn *c, uint64_t wr_id)
 {
 	struct ibv_wc wc;
 	time_t deadline = time(NULL) + timeout_s;
+	uint64_t start = now_ms();
 	int n;
 
 	for (;;) {
@@ -488,6 +491,8 @@ static struct ibv_wc wait_wc(struct conn *c, uint64_t wr_id)
 		if (time(NULL) > deadline)
 			die("no completion for wr_id %#" PRIx64, wr_id);
 	}
+	if (now_ms() - start > longest_wait_ms)
+		longest_wait_ms = now_ms() - start;
 	if (wc.wr_id != wr_id)
 		die("completion for wr_id %#" PRIx64 " (%s), expected %#"
 		    PRIx64, wc.wr_id, ibv_wc_status_str(wc.status), wr_id);
@@ -1482,6 +1487,8 @@ static int run_client(const char *addr, const char *port, uint32_t nqp,
 		client_finish(conns[i]);
 		client_disconnect(conns[i]);
 	}
+	printf("client: longest wait for one completion on the data QPs: %" PRIu64
+	       " ms\n", longest_wait_ms);
 	if (negative) {
 		for (i = 1; i < KIND_COUNT; i++) {
 			hello.index = nqp + i - 1;
