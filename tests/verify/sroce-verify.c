@@ -3,7 +3,7 @@
  * sroce-verify: an end-to-end data check of an RDMA device over rdma_cm.
  *
  *   sroce-verify -s [-p PORT] [-t SECONDS]                  (server)
- *   sroce-verify -c ADDR [-p PORT] [-q QPS] [-n OPS] [-S SEED] [-N]
+ *   sroce-verify -c ADDR [-p PORT] [-q QPS] [-n OPS] [-S SEED] [-N] [-F]
  *
  * The client opens QPS "data" connections. On each it RDMA-WRITEs random
  * data to random ranges of a server MR registered at an odd address and
@@ -21,6 +21,15 @@
  * without remote atomic access (all IBV_WC_REM_ACCESS_ERR), a misaligned
  * atomic and a SEND longer than the posted receive (IBV_WC_REM_INV_REQ_ERR).
  * The server checks that none of them changed a byte of its memory.
+ *
+ * -F: the link fails over during the session (tests/integration/bond.sh).
+ * ib_core then deletes the bond's GIDs and adds them back, and rdma_cm
+ * can send no CM message for a connection made before: rdma_create_ah()
+ * refuses the GID entry its path still holds. The data path is unaffected,
+ * but no DREQ leaves, so neither side would see the disconnect. Under -F
+ * the server ends a data connection once its result SEND completed, and
+ * the client reports a disconnect that was not confirmed instead of
+ * failing on it.
  *
  * Both sides print what they checked and exit non-zero on any mismatch.
  */
@@ -90,9 +99,11 @@ struct hello {
 	uint32_t index;		/* connection number in this session */
 	uint32_t total;		/* connections in this session */
 	uint32_t num_msgs;	/* scheduled SEND/WRITE_IMM messages */
-	uint32_t reserved;
+	uint32_t flags;		/* HELLO_F_* */
 	uint64_t seed;
 };
+
+#define HELLO_F_FAILOVER 0x1	/* -F: see the head of this file */
 
 struct remote_mr {
 	uint64_t addr;
@@ -782,6 +793,22 @@ static void server_result_sent(struct conn *c)
 		  ibv_wc_status_str(c->result_status));
 }
 
+/*
+ * -F: once the result SEND completed the client has it, and the DREQ
+ * that would end the connection may never come (the head of this file).
+ */
+static void server_failover_ended(struct conn *c)
+{
+	if (!(c->hello.flags & HELLO_F_FAILOVER) ||
+	    c->hello.kind != KIND_DATA || c->disconnected ||
+	    c->result_status != IBV_WC_SUCCESS)
+		return;
+	c->disconnected = true;
+	rdma_disconnect(c->id);
+	printf("server: conn %u: result delivered; not waiting for the disconnect (-F)\n",
+	       c->hello.index);
+}
+
 static void server_negative_done(struct conn *c)
 {
 	const uint64_t *slots = (const uint64_t *)c->atom.start;
@@ -928,6 +955,7 @@ static int run_server(const char *port, const char *bind_addr)
 				       c->hello.index);
 			}
 			server_poll(c);
+			server_failover_ended(c);
 			if (!c->disconnected)
 				continue;
 			server_poll(c);
@@ -1010,16 +1038,30 @@ static struct conn *client_connect(const char *addr, const char *port,
 	return c;
 }
 
+/* How long -F waits for a disconnect rdma_cm may be unable to make. */
+#define FAILOVER_DISCONNECT_MS 5000
+
 static void client_disconnect(struct conn *c)
 {
+	bool failover = c->hello.flags & HELLO_F_FAILOVER;
 	struct rdma_cm_event *ev;
 
 	rdma_disconnect(c->id);
-	ev = cm_wait(timeout_s * 1000);
+	ev = cm_wait(failover ? FAILOVER_DISCONNECT_MS : timeout_s * 1000);
+	if (!ev && failover) {
+		printf("client: conn %u: disconnect not confirmed in %d s (-F)\n",
+		       c->hello.index, FAILOVER_DISCONNECT_MS / 1000);
+		conn_destroy(c);
+		return;
+	}
 	if (!ev)
 		die("no DISCONNECTED event");
-	if (ev->event != RDMA_CM_EVENT_DISCONNECTED)
+	if (ev->event != RDMA_CM_EVENT_DISCONNECTED &&
+	    !(failover && ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT))
 		die("disconnect: %s", rdma_event_str(ev->event));
+	if (failover)
+		printf("client: conn %u: disconnect: %s\n", c->hello.index,
+		       rdma_event_str(ev->event));
 	rdma_ack_cm_event(ev);
 	conn_destroy(c);
 }
@@ -1449,7 +1491,8 @@ static void client_rnr_wait(const char *addr, const char *port,
 }
 
 static int run_client(const char *addr, const char *port, uint32_t nqp,
-		      uint32_t ops, uint64_t seed, bool negative)
+		      uint32_t ops, uint64_t seed, bool negative,
+		      bool failover)
 {
 	struct conn *conns[64];
 	struct hello hello = {
@@ -1462,6 +1505,7 @@ static int run_client(const char *addr, const char *port, uint32_t nqp,
 		die("at most 64 QPs");
 	hello.total = total;
 	hello.num_msgs = ops + 8;
+	hello.flags = failover ? HELLO_F_FAILOVER : 0;
 	printf("client: seed %#" PRIx64 ", %u data QPs, %u ops each%s\n",
 	       seed, nqp, ops, negative ? ", negative cases" : "");
 	for (i = 0; i < nqp; i++) {
@@ -1508,7 +1552,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sroce-verify -s [-b ADDR] [-p PORT] [-t SECONDS] [-v]\n"
 		"       sroce-verify -c ADDR [-p PORT] [-q QPS] [-n OPS] [-S SEED]\n"
-		"                    [-N] [-t SECONDS] [-v]\n");
+		"                    [-N] [-F] [-t SECONDS] [-v]\n");
 	exit(2);
 }
 
@@ -1517,10 +1561,10 @@ int main(int argc, char **argv)
 	const char *port = "18515", *peer = NULL, *bind_addr = NULL;
 	uint64_t seed = (uint64_t)time(NULL) * 2654435761u ^ getpid();
 	uint32_t nqp = 3, ops = 40;
-	bool server = false, negative = true;
+	bool server = false, negative = true, failover = false;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "sc:b:p:q:n:S:Nt:v")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:b:p:q:n:S:NFt:v")) != -1) {
 		switch (opt) {
 		case 's':
 			server = true;
@@ -1546,6 +1590,9 @@ int main(int argc, char **argv)
 		case 'N':
 			negative = false;
 			break;
+		case 'F':
+			failover = true;
+			break;
 		case 't':
 			timeout_s = strtoul(optarg, NULL, 0);
 			break;
@@ -1567,7 +1614,7 @@ int main(int argc, char **argv)
 	if (server)
 		run_server(port, bind_addr);
 	else
-		run_client(peer, port, nqp, ops, seed, negative);
+		run_client(peer, port, nqp, ops, seed, negative, failover);
 	rdma_destroy_event_channel(cm_chan);
 	printf("%s: %lu checks, %lu failed: %s\n", server ? "server" : "client",
 	       total_checks, total_failures, total_failures ? "FAIL" : "PASS");
