@@ -19,7 +19,11 @@
 # cost (printed, with the retransmission counters); the recovery is
 # measured, not asserted. Then the port state follows the bond: both
 # slaves down (the bond loses its carrier) turns the port DOWN, one slave
-# up turns it ACTIVE again with the same GID.
+# up turns it ACTIVE again with the same GID. Last, the bond is made
+# again in balance-xor mode with layer3+4 hashing (802.3ad's transmit hash
+# too): over 4 RC QPs from b, every byte checked, a capture of both
+# slaves' egress must show each UDP source port, so each QP's flow, on
+# one slave only (its packets stay in order).
 #
 # On a failover ib_core deletes the bond's GIDs and adds them back (at
 # another index: QPs still hold the old entry). Connections made before
@@ -73,14 +77,17 @@ is_active() { [[ $(active_slave) == "$1" ]]; }
 
 tx_packets() { cat "/sys/class/net/$1/statistics/tx_packets"; }
 
-# bond_up: bond0 over eth0 and eth1 with this guest's addresses, and the
-# RDMA device on it, ACTIVE with the RoCE v2 GID of the IPv4 address.
+# bond_up MODE [OPTIONS...]: bond0 (ip-link bond MODE and OPTIONS) over
+# eth0 and eth1 with this guest's addresses, and the RDMA device on it,
+# ACTIVE with the RoCE v2 GID of the IPv4 address.
 bond_up() {
+	local mode=$1
+	shift
 	modprobe bonding max_bonds=0 || fail "no bonding driver"
 	ip addr flush dev "$SROCE_NETDEV"
 	ip link set "$SROCE_NETDEV" down
 	ip link set eth1 down
-	ip link add "$bond" type bond mode active-backup miimon 50
+	ip link add "$bond" type bond mode "$mode" miimon 50 "$@"
 	ip link set "$SROCE_NETDEV" master "$bond"
 	ip link set eth1 master "$bond"
 	ip link set "$bond" mtu "$SROCE_MTU"
@@ -91,8 +98,23 @@ bond_up() {
 		fail "rdma link add $SROCE_DEV type $SROCE_DEV_TYPE netdev $bond failed"
 	wait_for 30 port_is ACTIVE || fail "$SROCE_DEV on $bond: port $(port_state), not ACTIVE"
 	gid=$(gid_index "$SROCE_DEV" 4)
-	is_active "$SROCE_NETDEV" || fail "$bond's active slave is $(active_slave), not $SROCE_NETDEV"
-	log "$SROCE_DEV on $bond (slaves $SROCE_NETDEV, eth1): ACTIVE, IPv4 GID index $gid"
+	[[ $mode != active-backup ]] || is_active "$SROCE_NETDEV" ||
+		fail "$bond's active slave is $(active_slave), not $SROCE_NETDEV"
+	log "$SROCE_DEV on $bond ($mode; slaves $SROCE_NETDEV, eth1): ACTIVE, IPv4 GID index $gid"
+}
+
+# bond_down: the device and the bond gone, eth0 and eth1 free and down.
+bond_down() {
+	rdma link delete "$SROCE_DEV" || fail "rdma link delete $SROCE_DEV failed"
+	ip link del "$bond"
+	ip link set "$SROCE_NETDEV" down
+	ip link set eth1 down
+}
+
+# sports PCAP: the UDP source ports of the RoCE packets in PCAP, one a line.
+sports() {
+	tcpdump -r "$1" -n 2>/dev/null |
+		awk '$2 == "IP" { n = split($3, f, "."); print f[n] }' | sort -u
 }
 
 # port_intact WHEN: the port is ACTIVE and still has its IPv4 GID. Its
@@ -136,7 +158,7 @@ recovery_counters() {
 	echo "${out# }"
 }
 
-bond_up
+bond_up active-backup
 barrier bond-up
 
 # The traffic: 2 RC QPs, b driving; enough operations to outlast both
@@ -179,4 +201,41 @@ ip link set "$SROCE_NETDEV" up
 wait_for 10 port_is ACTIVE || fail "a slave back up: port $(port_state), not ACTIVE"
 port_intact "carrier back"
 barrier carrier-done
-log "PASS: RC data checked across two bond failovers; the port followed the bond's carrier"
+
+# A hashing bond: balance-xor with layer3+4 hashing (802.3ad's transmit
+# hash too) sends each UDP flow through one slave, so a QP's packets stay
+# in order only if the QP keeps one UDP source port. 4 RC QPs from b;
+# both slaves' egress captured on b: 4 to 8 source ports (the QPs', and
+# rdma_cm's), none of them on both slaves.
+bond_down
+barrier xor-down
+bond_up balance-xor xmit_hash_policy layer3+4
+barrier xor-up
+if [[ $SROCE_ROLE == b ]]; then
+	for slave in "$SROCE_NETDEV" eth1; do
+		tcpdump -i "$slave" -Q out -n -s 64 -c 3000 -U \
+			-w "$SROCE_OUT/xor-$slave.pcap" 'udp dst port 4791' \
+			2>"$SROCE_OUT/xor-$slave.log" &
+	done
+	wait_for 10 grep -q "listening on $SROCE_NETDEV" "$SROCE_OUT/xor-$SROCE_NETDEV.log" ||
+		fail "tcpdump did not start"
+	wait_for 10 grep -q "listening on eth1" "$SROCE_OUT/xor-eth1.log" ||
+		fail "tcpdump did not start"
+fi
+verify_pair xor 4 "$((port + 1))" -q 4 -n 30 -S "$seed" -N
+if [[ $SROCE_ROLE == b ]]; then
+	pkill -INT -x tcpdump || true
+	wait
+	mapfile -t on0 < <(sports "$SROCE_OUT/xor-$SROCE_NETDEV.pcap")
+	mapfile -t on1 < <(sports "$SROCE_OUT/xor-eth1.pcap")
+	flows=$((${#on0[@]} + ${#on1[@]}))
+	# 4 QPs, and rdma_cm's QP1 flows at most (sroce derives a QP's port
+	# from its QP numbers; a port per packet would spread every QP)
+	((flows >= 4 && flows <= 8)) ||
+		fail "balance-xor: $flows UDP source ports (${#on0[@]} through $SROCE_NETDEV, ${#on1[@]} through eth1) for 4 QPs"
+	log "balance-xor: UDP source ports through $SROCE_NETDEV: ${on0[*]:-none}; through eth1: ${on1[*]:-none}"
+	both=$(comm -12 <(printf '%s\n' "${on0[@]}") <(printf '%s\n' "${on1[@]}"))
+	[[ -z $both ]] || fail "a flow left through both slaves: UDP source ports $both"
+fi
+barrier xor-done
+log "PASS: RC data checked across two bond failovers; the port followed the bond's carrier; on balance-xor each flow kept to one slave"
