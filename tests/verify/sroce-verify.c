@@ -490,7 +490,7 @@ static struct ibv_wc wait_wc(struct conn *c, uint64_t wr_id)
 {
 	struct ibv_wc wc;
 	time_t deadline = time(NULL) + timeout_s;
-	uint64_t start = now_ms();
+	uint64_t start = now_ms(), waited;
 	int n;
 
 	for (;;) {
@@ -502,8 +502,9 @@ static struct ibv_wc wait_wc(struct conn *c, uint64_t wr_id)
 		if (time(NULL) > deadline)
 			die("no completion for wr_id %#" PRIx64, wr_id);
 	}
-	if (now_ms() - start > longest_wait_ms)
-		longest_wait_ms = now_ms() - start;
+	waited = now_ms() - start;
+	if (waited > longest_wait_ms)
+		longest_wait_ms = waited;
 	if (wc.wr_id != wr_id)
 		die("completion for wr_id %#" PRIx64 " (%s), expected %#"
 		    PRIx64, wc.wr_id, ibv_wc_status_str(wc.status), wr_id);
