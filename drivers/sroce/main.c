@@ -196,7 +196,6 @@ static struct sroce_dev *sroce_dev_on(const struct net_device *ndev)
 }
 
 struct sroce_stack_walk {
-	const struct net_device *ndev;
 	struct net_device *stacked;	/* found: a netdev with a device */
 	struct sroce_dev *owner;	/* its device */
 };
@@ -206,8 +205,6 @@ static int sroce_stacked_owner(struct net_device *stacked,
 {
 	struct sroce_stack_walk *walk = priv->data;
 
-	if (!net_eq(dev_net(stacked), dev_net(walk->ndev)))
-		return 0;
 	walk->owner = sroce_dev_on(stacked);
 	walk->stacked = stacked;
 	return walk->owner ? 1 : 0;	/* non-zero ends the walk */
@@ -215,16 +212,18 @@ static int sroce_stacked_owner(struct net_device *stacked,
 
 /*
  * ib_core gives a RoCE port the GIDs of its netdev's upper devices
- * (macvlan, ipvlan, bond...). Two devices on one stack in one namespace
+ * (macvlan, ipvlan, bond...) in every namespace. Two devices on one stack
  * would hold the same GIDs: rdma_cm could put a connection on one while
- * its packets arrive at the other. The device of @ndev's stack in its
- * namespace, if any, and in @stacked its netdev, which that device holds
- * for as long as sroce_devs_lock (held) keeps it listed.
+ * its packets arrive at the other. That holds across namespaces too (a
+ * container's macvlan on the host's NIC): RDMA devices are shared by all
+ * namespaces, and the device on the NIC serves the container. The device
+ * of @ndev's stack, if any, and in @stacked its netdev, which that device
+ * holds for as long as sroce_devs_lock (held) keeps it listed.
  */
 static struct sroce_dev *sroce_stack_owner(struct net_device *ndev,
 					   struct net_device **stacked)
 {
-	struct sroce_stack_walk walk = { .ndev = ndev };
+	struct sroce_stack_walk walk = {};
 	struct netdev_nested_priv priv = { .data = &walk };
 
 	rcu_read_lock();
@@ -238,8 +237,8 @@ static struct sroce_dev *sroce_stack_owner(struct net_device *ndev,
 }
 
 /*
- * Put sdev on the list unless its netdev, or one stacked under or on it in
- * its namespace, already has a live sroce device: the check and the
+ * Put sdev on the list unless its netdev, or one stacked under or on it,
+ * already has a live sroce device: the check and the
  * insertion are one step, so two concurrent newlinks on one netdev cannot
  * both succeed. The list holds a device reference.
  */
@@ -441,6 +440,7 @@ static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
 	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
 	struct sroce_dev *sdev;
 
+	sroce_net_upper_event(ndev, event, ptr);
 	switch (event) {
 	case NETDEV_UNREGISTER:
 	case NETDEV_UP:

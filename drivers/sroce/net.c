@@ -33,19 +33,38 @@
 
 /*
  * One network namespace's RoCEv2 sockets and the devices receiving on them.
- * @lock serialises sroce_net_open()/sroce_net_close(): @users, the sockets
- * and writers of @ports. The receive path reads @ports under RCU (UDP
- * receive runs under rcu_read_lock()).
+ * @lock serialises sroce_net_open()/sroce_net_close() and the uppers'
+ * sync: @users, the sockets and writers of @ports. The receive path reads
+ * @ports under RCU (UDP receive runs under rcu_read_lock()).
+ *
+ * @users counts the ports in the namespace, plus one while @serves_uppers:
+ * a netdev here sits on a port of another namespace (a container's macvlan
+ * on the host's NIC). ib_core gives that port the upper device's GIDs, so
+ * packets to them arrive here and must find a socket.
+ * sroce_uppers_lock serialises the writers of @serves_uppers.
  */
 struct sroce_net {
 	struct mutex lock;		/* see above */
 	unsigned int users;
+	bool serves_uppers;
 	struct socket *sock4;
 	struct socket *sock6;		/* NULL when IPv6 is disabled */
 	struct list_head ports;
 };
 
 static unsigned int sroce_net_id __read_mostly;
+
+/*
+ * Held across a sync of namespaces' @serves_uppers: computing whether a
+ * namespace needs sockets and taking or dropping them is one step. Taken
+ * under RTNL (the netdev notifier), never the other way round.
+ */
+static DEFINE_MUTEX(sroce_uppers_lock);
+
+static struct sroce_net *sroce_net_of(const struct net *net)
+{
+	return net_generic(net, sroce_net_id);
+}
 
 /* ---- receive ---- */
 
@@ -163,33 +182,29 @@ static struct net_device *sroce_local_dev(struct sk_buff *skb)
 	return ipv6_dev_find(dev_net(skb->dev), &ipv6_hdr(skb)->daddr, NULL);
 }
 
-struct sroce_lower_walk {
-	struct sroce_net *snet;
-	struct sroce_net_port *port;
-};
-
+/* A lower device may be in another namespace, its port in that one's list. */
 static int sroce_lower_port(struct net_device *lower,
 			    struct netdev_nested_priv *priv)
 {
-	struct sroce_lower_walk *walk = priv->data;
+	struct sroce_net_port **port = priv->data;
 
-	walk->port = sroce_port_find(walk->snet, lower);
-	return walk->port ? 1 : 0;	/* non-zero ends the walk */
+	*port = sroce_port_find(sroce_net_of(dev_net(lower)), lower);
+	return *port ? 1 : 0;	/* non-zero ends the walk */
 }
 
 /*
  * ib_core gives a RoCE port the GIDs of every upper device of its netdev
- * (VLAN, macvlan, ipvlan): a packet that arrived on one of those belongs
- * to the device on a netdev below it. Called under RCU, as the walk needs.
+ * (VLAN, macvlan, ipvlan), in any namespace: a packet that arrived on one
+ * of those belongs to the device on a netdev below it. Called under RCU,
+ * as the walk needs.
  */
-static struct sroce_net_port *sroce_lower_port_find(struct sroce_net *snet,
-						    struct net_device *ndev)
+static struct sroce_net_port *sroce_lower_port_find(struct net_device *ndev)
 {
-	struct sroce_lower_walk walk = { .snet = snet };
-	struct netdev_nested_priv priv = { .data = &walk };
+	struct sroce_net_port *port = NULL;
+	struct netdev_nested_priv priv = { .data = &port };
 
 	netdev_walk_all_lower_dev_rcu(ndev, sroce_lower_port, &priv);
-	return walk.port;
+	return port;
 }
 
 static struct sroce_net_port *sroce_port_for_skb(struct sroce_net *snet,
@@ -210,7 +225,7 @@ static struct sroce_net_port *sroce_port_for_skb(struct sroce_net *snet,
 		if (port)
 			return port;
 	}
-	return sroce_lower_port_find(snet, ndev);
+	return sroce_lower_port_find(ndev);
 }
 
 static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
@@ -316,12 +331,138 @@ static void sroce_sockets_close(struct sroce_net *snet)
 	snet->sock6 = NULL;
 }
 
+/* A user of @net's sockets: the first opens them. Under snet->lock. */
+static int sroce_net_get(struct net *net, struct sroce_net *snet)
+{
+	int err = 0;
+
+	lockdep_assert_held(&snet->lock);
+	if (!snet->users)
+		err = sroce_sockets_open(net, snet);
+	if (!err)
+		snet->users++;
+	return err;
+}
+
+static void sroce_net_put(struct sroce_net *snet)
+{
+	lockdep_assert_held(&snet->lock);
+	if (!--snet->users)
+		sroce_sockets_close(snet);
+}
+
+static int sroce_foreign_port_below(struct net_device *lower,
+				    struct netdev_nested_priv *priv)
+{
+	const struct net *net = priv->data;
+
+	if (net_eq(dev_net(lower), net))
+		return 0;
+	return sroce_port_find(sroce_net_of(dev_net(lower)), lower) ? 1 : 0;
+}
+
+/* Does @ndev sit on a port of another namespace? Under RCU. */
+static bool sroce_on_foreign_port(struct net_device *ndev)
+{
+	struct netdev_nested_priv priv = { .data = dev_net(ndev) };
+
+	return netdev_walk_all_lower_dev_rcu(ndev, sroce_foreign_port_below,
+					     &priv);
+}
+
+/* Does a netdev of @net sit on a port of another namespace? Under RCU. */
+static bool sroce_net_has_foreign_uppers(struct net *net)
+{
+	struct net_device *ndev;
+
+	for_each_netdev_rcu(net, ndev)
+		if (sroce_on_foreign_port(ndev))
+			return true;
+	return false;
+}
+
+/*
+ * Take or drop @net's sockets on behalf of its upper devices of other
+ * namespaces' ports. Every change that can alter the answer (a port
+ * opened or closed, an upper device linked, unlinked or moved) is
+ * followed by a sync, and syncs are serialised, so the last one holds.
+ */
+static void sroce_net_uppers_sync(struct net *net)
+{
+	struct sroce_net *snet = sroce_net_of(net);
+	bool needed;
+	int err = 0;
+
+	lockdep_assert_held(&sroce_uppers_lock);
+	rcu_read_lock();
+	needed = sroce_net_has_foreign_uppers(net);
+	rcu_read_unlock();
+	if (needed == snet->serves_uppers)
+		return;
+
+	mutex_lock(&snet->lock);
+	if (needed)
+		err = sroce_net_get(net, snet);
+	else
+		sroce_net_put(snet);
+	if (!err)
+		snet->serves_uppers = needed;
+	mutex_unlock(&snet->lock);
+	if (err)
+		pr_warn_ratelimited("sroce: no RoCEv2 socket for upper devices in a namespace (%pe)\n",
+				    ERR_PTR(err));
+}
+
+/* A port came or went: any namespace may have uppers of it. */
+static void sroce_net_uppers_sync_all(void)
+{
+	struct net *net;
+
+	mutex_lock(&sroce_uppers_lock);
+	down_read(&net_rwsem);
+	for_each_net(net)
+		sroce_net_uppers_sync(net);
+	up_read(&net_rwsem);
+	mutex_unlock(&sroce_uppers_lock);
+}
+
+void sroce_net_upper_event(struct net_device *ndev, unsigned long event,
+			   void *ptr)
+{
+	struct netdev_notifier_changeupper_info *info = ptr;
+	bool needed;
+
+	ASSERT_RTNL();
+	switch (event) {
+	case NETDEV_CHANGEUPPER:
+		ndev = info->upper_dev;
+		break;
+	case NETDEV_REGISTER:	/* also the end of a move between namespaces */
+		rcu_read_lock();
+		needed = sroce_on_foreign_port(ndev);
+		rcu_read_unlock();
+		if (!needed)
+			return;
+		break;
+	case NETDEV_UNREGISTER:	/* also the start of a move */
+		break;
+	default:
+		return;
+	}
+	mutex_lock(&sroce_uppers_lock);
+	/* not a walk of the namespace per netdev when a batch goes */
+	if (event != NETDEV_UNREGISTER ||
+	    sroce_net_of(dev_net(ndev))->serves_uppers)
+		sroce_net_uppers_sync(dev_net(ndev));
+	mutex_unlock(&sroce_uppers_lock);
+}
+
 int sroce_net_open(struct sroce_dev *sdev, struct net_device *ndev)
 {
 	struct sroce_net_port *port = &sdev->net_port;
 	struct net *net = dev_net(ndev);
-	struct sroce_net *snet = net_generic(net, sroce_net_id);
-	int err = 0;
+	struct sroce_net *snet = sroce_net_of(net);
+	int err;
 
 	if (WARN_ON(port->snet))
 		return -EBUSY;
@@ -334,14 +475,14 @@ int sroce_net_open(struct sroce_dev *sdev, struct net_device *ndev)
 	port->ndev = ndev;
 
 	mutex_lock(&snet->lock);
-	if (!snet->users)
-		err = sroce_sockets_open(net, snet);
+	err = sroce_net_get(net, snet);
 	if (!err) {
-		snet->users++;
 		list_add_tail_rcu(&port->node, &snet->ports);
 		WRITE_ONCE(port->snet, snet);
 	}
 	mutex_unlock(&snet->lock);
+	if (!err)
+		sroce_net_uppers_sync_all();
 	return err;
 }
 
@@ -355,9 +496,9 @@ void sroce_net_close(struct sroce_dev *sdev)
 	mutex_lock(&snet->lock);
 	list_del_rcu(&port->node);
 	WRITE_ONCE(port->snet, NULL);
-	if (!--snet->users)
-		sroce_sockets_close(snet);
+	sroce_net_put(snet);
 	mutex_unlock(&snet->lock);
+	sroce_net_uppers_sync_all();
 	/* Receivers that found the port have finished with it. */
 	synchronize_net();
 }
@@ -522,7 +663,7 @@ const struct ib_device_ops sroce_net_ops = {
 
 static int __net_init sroce_net_ns_init(struct net *net)
 {
-	struct sroce_net *snet = net_generic(net, sroce_net_id);
+	struct sroce_net *snet = sroce_net_of(net);
 
 	mutex_init(&snet->lock);
 	INIT_LIST_HEAD(&snet->ports);
@@ -531,9 +672,12 @@ static int __net_init sroce_net_ns_init(struct net *net)
 
 static void __net_exit sroce_net_ns_exit(struct net *net)
 {
-	struct sroce_net *snet = net_generic(net, sroce_net_id);
+	struct sroce_net *snet = sroce_net_of(net);
 
-	/* Devices detach when their netdev unregisters, before this runs. */
+	/*
+	 * Devices detach, and upper devices leave, when their netdevs
+	 * unregister, before this runs.
+	 */
 	if (WARN_ON(snet->users || !list_empty(&snet->ports)))
 		sroce_sockets_close(snet);
 	mutex_destroy(&snet->lock);
@@ -605,10 +749,12 @@ int sroce_av_from_ah_attr(struct sroce_dev *sdev,
 		return err;
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(sgid_attr);
-	if (IS_ERR(ndev))
+	if (IS_ERR(ndev)) {
 		err = PTR_ERR(ndev);
-	else
+	} else {
 		av->ifindex = ndev->ifindex;
+		av->frame_by_mac = !net_eq(dev_net(ndev), dev_net(sdev->ndev));
+	}
 	rcu_read_unlock();
 	if (err)
 		return err;
@@ -799,7 +945,7 @@ static struct dst_entry *sroce_route6(struct net *net, struct sroce_av *av)
 }
 
 static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
-			   struct dst_entry *dst, u8 tclass)
+			   u8 ttl, u8 tclass)
 {
 	struct iphdr *iph;
 
@@ -813,7 +959,7 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
 	/* RoCE packets are sized to the path MTU and never fragmented. */
 	iph->frag_off = htons(IP_DF);
 	iph->id = 0;
-	iph->ttl = av->hop_limit ?: ip4_dst_hoplimit(dst);
+	iph->ttl = ttl;
 	iph->protocol = IPPROTO_UDP;
 	iph->check = 0;
 	iph->saddr = av->saddr.v4;
@@ -823,7 +969,7 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
 }
 
 static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av,
-			   struct dst_entry *dst, u8 tclass)
+			   u8 hop_limit, u8 tclass)
 {
 	struct ipv6hdr *ip6h;
 
@@ -833,7 +979,7 @@ static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av,
 	ip6_flow_hdr(ip6h, tclass, htonl(av->flow_label));
 	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 	ip6h->nexthdr = IPPROTO_UDP;
-	ip6h->hop_limit = av->hop_limit ?: ip6_dst_hoplimit(dst);
+	ip6h->hop_limit = hop_limit;
 	ip6h->saddr = av->saddr.v6;
 	ip6h->daddr = av->daddr.v6;
 	skb->protocol = htons(ETH_P_IPV6);
@@ -861,55 +1007,92 @@ static void sroce_tx_count(struct sroce_net_port *port, unsigned int bytes,
 	u64_stats_update_end(&st->syncp);
 }
 
-/* Put UDP and IP headers before the BTH and the ICRC after the payload. */
-static int sroce_net_encap(struct net *net, struct sroce_av *av,
-			   struct sk_buff *skb, unsigned int *len)
+/* The packet's traffic class: congestion control may set its ECN bits. */
+static u8 sroce_net_tclass(const struct sroce_av *av,
+			   const struct sk_buff *skb)
 {
-	bool ipv4 = av->network_type == RDMA_NETWORK_IPV4;
+	const struct sroce_bth *bth = (const struct sroce_bth *)skb->data;
+
+	return sroce_cc_tclass(av->tclass, bth->opcode);
+}
+
+/*
+ * Put the UDP header before the BTH and room for the pad and the ICRC
+ * after the payload; returns where the ICRC goes, or NULL.
+ */
+static u8 *sroce_net_udp(struct sroce_av *av, struct sk_buff *skb)
+{
 	struct sroce_bth *bth = (struct sroce_bth *)skb->data;
-	u8 tclass = sroce_cc_tclass(av->tclass, bth->opcode);
-	unsigned int tail;
-	struct dst_entry *dst;
+	unsigned int tail = sroce_bth_pad(bth) + SROCE_ICRC_LEN;
 	struct udphdr *udph;
-	__le32 icrc_le;
 	u8 *icrc;
 
-	tail = sroce_bth_pad(bth) + SROCE_ICRC_LEN;
 	icrc = sroce_put_tail(skb, tail);
 	if (unlikely(!icrc))
-		return -ENOMEM;
-	icrc += tail - SROCE_ICRC_LEN;
-
+		return NULL;
 	udph = skb_push(skb, sizeof(*udph));
 	skb_reset_transport_header(skb);
 	udph->source = av->sport;
 	udph->dest = htons(SROCE_UDP_PORT);
 	udph->len = htons(skb->len);
 	udph->check = 0;
+	return icrc + tail - SROCE_ICRC_LEN;
+}
 
+static void sroce_net_ip(struct sroce_av *av, struct sk_buff *skb, u8 ttl,
+			 u8 tclass)
+{
+	skb->ip_summed = CHECKSUM_NONE;
+	if (av->network_type == RDMA_NETWORK_IPV4) {
+		sroce_push_ip4(skb, av, ttl, tclass);
+		return;
+	}
+	sroce_push_ip6(skb, av, ttl, tclass);
+	/*
+	 * A zero UDP checksum is legal over IPv4 only (RFC 8200). The ICRC
+	 * does not cover the UDP checksum, so order is free.
+	 */
+	udp6_set_csum(false, skb, &av->saddr.v6, &av->daddr.v6,
+		      skb->len - sizeof(struct ipv6hdr));
+}
+
+static unsigned int sroce_net_ip_hlen(const struct sroce_av *av)
+{
+	return av->network_type == RDMA_NETWORK_IPV4 ? sizeof(struct iphdr) :
+						       sizeof(struct ipv6hdr);
+}
+
+/* The ICRC last: every field it covers is final now. */
+static void sroce_net_icrc(struct sk_buff *skb, u8 *icrc)
+{
+	__le32 icrc_le = cpu_to_le32(sroce_icrc_compute(skb));
+
+	memcpy(icrc, &icrc_le, sizeof(icrc_le));
+}
+
+/* Put UDP and IP headers before the BTH and the ICRC after the payload. */
+static int sroce_net_encap(struct net *net, struct sroce_av *av,
+			   struct sk_buff *skb, unsigned int *len)
+{
+	bool ipv4 = av->network_type == RDMA_NETWORK_IPV4;
+	u8 tclass = sroce_net_tclass(av, skb);
+	struct dst_entry *dst;
+	u8 *icrc;
+
+	icrc = sroce_net_udp(av, skb);
+	if (unlikely(!icrc))
+		return -ENOMEM;
 	dst = ipv4 ? sroce_route4(net, av) : sroce_route6(net, av);
 	if (IS_ERR(dst))
 		return -EHOSTUNREACH;
 	/* counted like received packets: the UDP payload, BTH to ICRC */
-	*len = skb->len - sizeof(*udph);
-	if (unlikely(skb->len + (ipv4 ? sizeof(struct iphdr) :
-				 sizeof(struct ipv6hdr)) > dst_mtu(dst))) {
+	*len = skb->len - sizeof(struct udphdr);
+	if (unlikely(skb->len + sroce_net_ip_hlen(av) > dst_mtu(dst))) {
 		dst_release(dst);
 		return -EMSGSIZE;
 	}
-	skb->ip_summed = CHECKSUM_NONE;
-	if (ipv4) {
-		sroce_push_ip4(skb, av, dst, tclass);
-	} else {
-		sroce_push_ip6(skb, av, dst, tclass);
-		/*
-		 * A zero UDP checksum is legal over IPv4 only (RFC 8200):
-		 * checksum IPv6 packets, offloaded where the NIC can. The
-		 * ICRC does not cover the UDP checksum, so order is free.
-		 */
-		udp6_set_csum(false, skb, &av->saddr.v6, &av->daddr.v6,
-			      ntohs(udph->len));
-	}
+	sroce_net_ip(av, skb, av->hop_limit ?: (ipv4 ? ip4_dst_hoplimit(dst) :
+					       ip6_dst_hoplimit(dst)), tclass);
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
 	/*
@@ -918,10 +1101,45 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
 	 * the QP's SL (iboe_tos_to_sl()), so the tag carries that SL.
 	 */
 	skb->priority = rt_tos2priority(av->tclass);
+	sroce_net_icrc(skb, icrc);
+	return 0;
+}
 
-	/* Every field the ICRC covers is final now. */
-	icrc_le = cpu_to_le32(sroce_icrc_compute(skb));
-	memcpy(icrc, &icrc_le, sizeof(icrc_le));
+/*
+ * A path from a GID of an upper device in another namespace (a
+ * container's macvlan on our netdev): that namespace's routes and
+ * neighbours are not ours to use, so the packet leaves as a RoCE NIC
+ * sends it, framed with the MACs and VLAN that ib_core resolved for the
+ * path in the GID's namespace, on the device's own netdev.
+ */
+static int sroce_net_frame(struct sroce_dev *sdev, struct sroce_av *av,
+			   struct sk_buff *skb, unsigned int *len)
+{
+	u8 tclass = sroce_net_tclass(av, skb);
+	struct net_device *ndev = sdev->ndev;
+	u8 *icrc;
+
+	icrc = sroce_net_udp(av, skb);
+	if (unlikely(!icrc))
+		return -ENOMEM;
+	*len = skb->len - sizeof(struct udphdr);
+	if (unlikely(skb->len + sroce_net_ip_hlen(av) > READ_ONCE(ndev->mtu)))
+		return -EMSGSIZE;
+	/* IPDEFTTL and IPV6_DEFAULT_HOPLIMIT are both 64 */
+	sroce_net_ip(av, skb, av->hop_limit ?: IPDEFTTL, tclass);
+	if (av->network_type == RDMA_NETWORK_IPV4)
+		ip_send_check(ip_hdr(skb));
+	sroce_net_icrc(skb, icrc);
+
+	skb->dev = ndev;
+	skb->priority = rt_tos2priority(av->tclass);
+	if (av->vlan_id < VLAN_N_VID)
+		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), av->vlan_id |
+				       (av->sl & 7) << VLAN_PRIO_SHIFT);
+	if (dev_hard_header(skb, ndev, ntohs(skb->protocol), av->dmac,
+			    av->smac, skb->len) < 0)
+		return -EINVAL;
+	skb_reset_mac_header(skb);
 	return 0;
 }
 
@@ -938,13 +1156,17 @@ int sroce_net_xmit(struct sroce_dev *sdev, struct sroce_av *av,
 	local_bh_disable();
 	if (unlikely(!READ_ONCE(sdev->net_port.snet)))
 		err = -ENETDOWN;
+	else if (av->frame_by_mac)
+		err = sroce_net_frame(sdev, av, skb, &len);
 	else
 		err = sroce_net_encap(net, av, skb, &len);
 	if (unlikely(err)) {
 		kfree_skb(skb);
 	} else {
-		/* The IP stack consumes skb, whatever it returns. */
-		if (av->network_type == RDMA_NETWORK_IPV4)
+		/* The stack consumes skb, whatever it returns. */
+		if (av->frame_by_mac)
+			err = dev_queue_xmit(skb);
+		else if (av->network_type == RDMA_NETWORK_IPV4)
 			err = ip_local_out(net, NULL, skb);
 		else
 			err = ip6_local_out(net, NULL, skb);

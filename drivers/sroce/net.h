@@ -106,6 +106,11 @@ struct sroce_av {
 	u16 vlan_id;		/* 0xffff: none */
 	u32 flow_label;		/* IPv6 flow label, 20 bits */
 	int ifindex;		/* the source GID's net device */
+	/*
+	 * That netdev is in another namespace than the device's: sent by
+	 * @dmac, @smac and @vlan_id on the device's netdev, not routed.
+	 */
+	bool frame_by_mac;
 	union sroce_ipaddr saddr;
 	union sroce_ipaddr daddr;
 	struct dst_cache dst_cache;
@@ -117,8 +122,9 @@ void sroce_net_module_exit(void);
 
 /*
  * Attach sdev to ndev: take the namespace's sockets (creating them on first
- * use) and start delivering packets received on ndev (or addressed to
- * ndev's addresses over loopback) to sroce_transport_rcv(sdev, ...).
+ * use) and start delivering packets received on ndev, on its upper devices
+ * in any namespace (whose namespaces get sockets too), or addressed to
+ * ndev's addresses over loopback, to sroce_transport_rcv(sdev, ...).
  * Process context, RTNL not required. Returns 0 or -errno.
  */
 int sroce_net_open(struct sroce_dev *sdev, struct net_device *ndev);
@@ -129,6 +135,13 @@ int sroce_net_open(struct sroce_dev *sdev, struct net_device *ndev);
  * the namespace's sockets are gone before the namespace is.
  */
 void sroce_net_close(struct sroce_dev *sdev);
+/*
+ * Every netdev event, under RTNL: an upper device of a port linked,
+ * unlinked or moved to another namespace takes or drops that namespace's
+ * sockets.
+ */
+void sroce_net_upper_event(struct net_device *ndev, unsigned long event,
+			   void *ptr);
 /*
  * Close if still open and free the counters: from dealloc_driver, when
  * nothing transmits any more. Transmit between close and release fails

@@ -97,6 +97,7 @@ expected_guid() {
 }
 
 modprobe veth
+modprobe 8021q
 command -v ip rdma >/dev/null || fail "ip/rdma tools missing"
 abi=$(sed -n 's/^#define SROCE_ABI_VERSION \([0-9]*\).*/\1/p' \
 	"$SROCE_TOP/include/uapi/rdma/sroce-abi.h")
@@ -264,6 +265,50 @@ ok "device added on a netdev of another namespace"
 ip netns del sroce-lifecycle
 wait_for 15 "sroce9 removed with its namespace" dev_absent sroce9
 ok "deleting the namespace (and its netdev) removed sroce9"
+
+# --- upper devices in other namespaces ----------------------------------
+# ib_core gives a port the GIDs of its netdev's upper devices in every
+# namespace (a container's VLAN or macvlan on the host's NIC), so a
+# namespace holding one needs sroce's sockets, and only while the port
+# exists. A VLAN of sv0 moves in and out of a namespace while sroce9 on
+# sv0 is deleted and added: the namespace must end with sockets exactly
+# when both are there.
+ns_sockets() { ip netns exec sroce-up ss -Hlun "sport = :4791" | wc -l; }
+has_ns_sockets() { [ "$(ns_sockets)" -gt 0 ]; }
+ip link add sv0 type veth peer name sv1
+ip link set sv0 up
+add_dev sroce9 sv0
+ip netns add sroce-up
+ip link add link sv0 name sv0.7 type vlan id 7
+ip link set sv0.7 netns sroce-up
+wait_for 5 "sockets in the namespace of sv0.7" has_ns_sockets
+ok "a namespace with an upper device of sroce9's netdev has $(ns_sockets) RoCEv2 sockets"
+(
+	for _ in $(seq 40); do
+		ip -n sroce-up link set sv0.7 netns 1
+		ip link set sv0.7 netns sroce-up
+	done
+) &
+mover=$!
+for _ in $(seq 12); do
+	rdma link delete sroce9 || fail "rdma link delete sroce9 while sv0.7 moves"
+	rdma link add sroce9 type sroce netdev sv0 ||
+		fail "rdma link add sroce9 while sv0.7 moves"
+done
+wait "$mover" || fail "moving sv0.7 between namespaces failed"
+[ "$(ns_sockets)" -gt 0 ] || fail "sv0.7 in sroce-up and sroce9 on sv0, but no socket there"
+rdma link delete sroce9
+[ "$(ns_sockets)" -eq 0 ] || fail "$(ns_sockets) sockets stay in sroce-up without sroce9"
+add_dev sroce9 sv0
+[ "$(ns_sockets)" -gt 0 ] || fail "sroce9 added again, but no socket in sroce-up"
+ip -n sroce-up link set sv0.7 netns 1
+[ "$(ns_sockets)" -eq 0 ] || fail "$(ns_sockets) sockets stay in sroce-up after sv0.7 left"
+ip link set sv0.7 netns sroce-up
+ok "40 moves of sv0.7 raced 12 deletes and adds of sroce9: sockets follow both"
+# The namespace goes with the VLAN in it and its sockets open.
+ip netns del sroce-up
+ip link del sv0
+ok "deleting a namespace that holds sockets for an upper device"
 
 # --- rmmod with devices present -----------------------------------------
 ip link add sv0 type veth peer name sv1
