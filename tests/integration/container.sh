@@ -210,7 +210,14 @@ upper_done ipvlan
 barrier ipvlan-done 300
 
 # routed: the namespace's own device on its veth end; this guest forwards.
-ip link add vh0 type veth peer name vc0 netns "$NS"
+# vc0 is made here and moved, keeping its interface index: made in the
+# namespace it would be 2, like eth0 here, and rdma_cm takes a neighbour
+# update of eth0's (its entry for the host side, refreshed as this guest
+# forwards) for one of vc0's, the connections' gateway, and ends them with
+# RDMA_CM_EVENT_UNREACHABLE (cma_netevent_callback() matches the index
+# without the namespace; seen on 6.12 and 7.2).
+ip link add vh0 type veth peer name vc0
+ip link set vc0 netns "$NS"
 ip addr add 10.0.106.254/24 dev vh0
 ip link set vh0 mtu "$SROCE_MTU" up
 ip -n "$NS" link set vc0 mtu "$SROCE_MTU" up
