@@ -28,8 +28,18 @@ require_cmd rping ip rdma
 me=${SROCE_LOCAL_IP##*.} peer=${SROCE_PEER_IP##*.}
 upper=''
 
+# eth0 would answer ARP for the macvlan's address too (Linux answers for
+# any of its addresses on any interface), so the peer's entry flips
+# between two MACs, and rdma_cm ends a connection whose neighbour changed
+# MAC (RDMA_CM_EVENT_UNREACHABLE at sroce-verify's disconnect, now and
+# then). arp_ignore=1 answers only on the interface that has the address,
+# which netdevs.md tells users of macvlan to set.
+arp_ignore=$(sysctl -n net.ipv4.conf.all.arp_ignore)
+sysctl -qw net.ipv4.conf.all.arp_ignore=1
+
 cleanup() {
 	[[ -z $upper ]] || ip link del "$upper" 2>/dev/null || true
+	sysctl -qw "net.ipv4.conf.all.arp_ignore=$arp_ignore"
 }
 trap cleanup EXIT
 
