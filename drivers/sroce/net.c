@@ -1020,7 +1020,7 @@ static u8 sroce_net_tclass(const struct sroce_av *av,
  * Put the UDP header before the BTH and room for the pad and the ICRC
  * after the payload; returns where the ICRC goes, or NULL.
  */
-static u8 *sroce_net_udp(struct sroce_av *av, struct sk_buff *skb)
+static u8 *sroce_net_udp(const struct sroce_av *av, struct sk_buff *skb)
 {
 	struct sroce_bth *bth = (struct sroce_bth *)skb->data;
 	unsigned int tail = sroce_bth_pad(bth) + SROCE_ICRC_LEN;
@@ -1039,7 +1039,7 @@ static u8 *sroce_net_udp(struct sroce_av *av, struct sk_buff *skb)
 	return icrc + tail - SROCE_ICRC_LEN;
 }
 
-static void sroce_net_ip(struct sroce_av *av, struct sk_buff *skb, u8 ttl,
+static void sroce_net_ip(const struct sroce_av *av, struct sk_buff *skb, u8 ttl,
 			 u8 tclass)
 {
 	skb->ip_summed = CHECKSUM_NONE;
@@ -1112,7 +1112,7 @@ static int sroce_net_encap(struct net *net, struct sroce_av *av,
  * sends it, framed with the MACs and VLAN that ib_core resolved for the
  * path in the GID's namespace, on the device's own netdev.
  */
-static int sroce_net_frame(struct sroce_dev *sdev, struct sroce_av *av,
+static int sroce_net_frame(struct sroce_dev *sdev, const struct sroce_av *av,
 			   struct sk_buff *skb, unsigned int *len)
 {
 	u8 tclass = sroce_net_tclass(av, skb);
